@@ -1,0 +1,48 @@
+# amqpfuzz: `make check` sets up a machine that has never seen the project and runs every test;
+# a second run only re-checks what is already there.
+
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+# Debian packages the project needs: the brokers under test and a Java runtime (PySpark).
+DEBS := rabbitmq-server garagemq openjdk-17-jre-headless
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+STAMP := $(VENV)/.installed
+PACKAGES := spec fuzzer
+
+.PHONY: check setup system-packages lint test
+
+check: setup lint test
+
+setup: system-packages $(STAMP)
+
+system-packages:
+	@missing=""; \
+	for p in $(DEBS); do \
+	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing Debian packages:$$missing"; \
+	  export DEBIAN_FRONTEND=noninteractive; \
+	  $(SUDO) -E apt-get install -y -q --no-install-recommends $$missing \
+	  || { $(SUDO) -E apt-get update -q && $(SUDO) -E apt-get install -y -q --no-install-recommends $$missing; }; \
+	fi
+
+$(STAMP): pyproject.toml
+	@[ -x $(BIN)/python ] || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e '.[dev]'
+	@touch $@
+
+# mypy cannot follow the editable install's import hook, so it reads the packages through a
+# tree of symlinks laid out as they are installed (amqpfuzz/spec -> ../../spec).
+lint: setup
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	@rm -rf .mypy-tree && mkdir -p .mypy-tree/amqpfuzz && \
+	  for p in $(PACKAGES); do ln -s ../../$$p .mypy-tree/amqpfuzz/$$p; done
+	cd .mypy-tree && ../$(BIN)/mypy $(addprefix -p amqpfuzz.,$(PACKAGES))
+
+test: setup
+	$(BIN)/python -m pytest -n auto
