@@ -24,9 +24,9 @@ system-packages:
 	done; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing Debian packages:$$missing"; \
-	  export DEBIAN_FRONTEND=noninteractive; \
-	  $(SUDO) -E apt-get install -y -q --no-install-recommends $$missing \
-	  || { $(SUDO) -E apt-get update -q && $(SUDO) -E apt-get install -y -q --no-install-recommends $$missing; }; \
+	  apt="$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get -y -q"; \
+	  $$apt install --no-install-recommends $$missing \
+	  || { $$apt update && $$apt install --no-install-recommends $$missing; }; \
 	fi
 
 $(STAMP): pyproject.toml
