@@ -9,7 +9,7 @@ BIN := $(VENV)/bin
 DEBS := rabbitmq-server garagemq openjdk-17-jre-headless
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 STAMP := $(VENV)/.installed
-PACKAGES := spec fuzzer
+PACKAGES := spec strategies fuzzer
 
 .PHONY: check setup system-packages lint test
 

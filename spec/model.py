@@ -276,6 +276,13 @@ class Spec:
                 for fld in method.fields:
                     yield from fld.rules
 
+    def rule(self, ref: str) -> Rule:
+        """The rule at ``ref`` (``channel.open/state``); KeyError if the file has none there."""
+        for rule in self.rules():
+            if rule.ref == ref:
+                return rule
+        raise KeyError(f"no rule {ref!r} in AMQP {self.protocol}")
+
     @property
     def protocol_header(self) -> bytes:
         """The eight octets a client opens the connection with.

@@ -14,6 +14,7 @@ import struct
 from collections.abc import Iterable
 from typing import Any
 
+from ..asserts import check_frame
 from ..errors import (
     FrameError,
     LocalProtocolError,
@@ -156,10 +157,21 @@ class Codec:
     # -- decoding --------------------------------------------------------------------------
 
     def decode(self, data: bytes) -> Frame:
-        """Exactly one whole frame (or protocol header) from ``data``."""
-        frames = self.reader().feed(data)
-        if len(frames) != 1:
-            raise FrameError(f"expected one frame, found {len(frames)} complete", 0)
+        """Exactly one whole frame (or protocol header) from ``data``, nothing before or after."""
+        if len(data) >= 8 and data[:4] != b"AMQP":
+            frame_type, channel, size = _FRAME_HEADER.unpack_from(data)
+            if len(data) == size + 8 and data[-1] == self.frame_end:
+                try:
+                    return self.decode_payload(frame_type, channel, data[7:-1])
+                except RemoteProtocolError as exc:
+                    raise exc.shifted(7) from None
+        reader = self.reader()  # anything unusual: the reader says precisely what is wrong
+        frames = reader.feed(data)
+        if len(frames) != 1 or reader.pending:
+            raise FrameError(
+                f"expected one frame, found {len(frames)} and {reader.pending} more bytes",
+                len(data) - reader.pending,
+            )
         return frames[0]
 
     def decode_all(self, data: bytes) -> list[Frame]:
@@ -170,9 +182,13 @@ class Codec:
             raise FrameError(f"{reader.pending} bytes of an incomplete frame", len(data))
         return frames
 
-    def reader(self, frame_max: int | None = None) -> FrameReader:
-        """A streaming reader that takes bytes in any chunks (see :class:`FrameReader`)."""
-        return FrameReader(self, frame_max)
+    def reader(self, frame_max: int | None = None, *, check_asserts: bool = False) -> FrameReader:
+        """A streaming reader that takes bytes in any chunks (see :class:`FrameReader`).
+
+        With ``check_asserts`` a method argument that breaks its domain's asserts is a
+        syntax-error too (the specification's rule; brokers are often more lenient).
+        """
+        return FrameReader(self, frame_max, check_asserts=check_asserts)
 
     def decode_payload(self, frame_type: int, channel: int, payload: bytes) -> Frame:
         """The frame carried by one payload; errors have offsets within ``payload``."""
@@ -206,8 +222,8 @@ class Codec:
             raise FrameError(f"content header of {len(payload)} bytes is shorter than 14", 0)
         class_id, weight, body_size = _CONTENT.unpack_from(payload)
         codec = self._properties.get(class_id)
-        if codec is None:
-            raise UnknownMethodError(f"content header for class {class_id} without content", 0)
+        if codec is None:  # 0-9-1 section 4.2.6.1: an invalid class-id is a frame-error
+            raise FrameError(f"content header for class {class_id}, which has no content", 0)
         return ContentHeader(channel, class_id, body_size, codec.decode(payload, 12), weight)
 
     def content_class(self, class_id: int) -> AmqpClass | None:
@@ -223,9 +239,12 @@ class FrameReader:
     error the reader stays broken: every later call raises the same error.
     """
 
-    def __init__(self, codec: Codec, frame_max: int | None = None) -> None:
+    def __init__(
+        self, codec: Codec, frame_max: int | None = None, *, check_asserts: bool = False
+    ) -> None:
         self.codec = codec
         self.frame_max = frame_max
+        self.check_asserts = check_asserts
         self._buffer = bytearray()
         self._consumed = 0  # stream offset of _buffer[0]
         self._started = False
@@ -279,7 +298,10 @@ class FrameReader:
             if buf[stop] != end_octet:
                 raise FrameError(f"frame-end octet is 0x{buf[stop]:02x}, not 0xce", at + 7 + size)
             try:
-                frames.append(codec.decode_payload(frame_type, channel, bytes(buf[pos + 7 : stop])))
+                frame = codec.decode_payload(frame_type, channel, bytes(buf[pos + 7 : stop]))
+                if self.check_asserts:
+                    check_frame(frame)
+                frames.append(frame)
             except RemoteProtocolError as exc:
                 raise exc.shifted(at + 7) from None
             pos = stop + 1

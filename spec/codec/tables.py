@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import struct
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
@@ -202,11 +202,13 @@ def encode_value(value: Any, dialect: str = "rabbit") -> bytes:
 
 
 def encode_table(table: Mapping[str, Any] | None, dialect: str = "rabbit") -> bytes:
-    """A field table with its 32-bit length prefix. Keys keep their order."""
-    if not table:
+    """A field table with its 32-bit length prefix. Keys keep their order; None is empty."""
+    if table is None:
         return b"\x00\x00\x00\x00"
     if not isinstance(table, Mapping):
         raise LocalProtocolError(f"a field table must be a mapping, got {type(table).__name__}")
+    if not table:
+        return b"\x00\x00\x00\x00"
     parts = []
     for key, value in table.items():
         name = _as_bytes(key)
@@ -229,126 +231,135 @@ def encode_array(items: Any, dialect: str = "rabbit") -> bytes:
 
 # -- decoding ---------------------------------------------------------------------------------
 #
-# Every function takes the buffer, the offset to read at and ``end``, the offset that the
-# enclosing table, array or frame stops at; reading past ``end`` is a truncation (frame-error),
-# a value the wire format forbids is a syntax error.
+# Every reader takes the buffer, the offset to read at and ``end``, the offset that the
+# enclosing table, array or frame stops at. Reading past ``end`` is a truncation (frame-error);
+# a value the wire format forbids is a syntax error. Tables are on the hot path of every
+# publish with headers, so the common kinds are read inline in the loop.
 
-_Decoder = Callable[[bytes, int, int, str, bool, int], tuple[Any, int]]
+_BY_CODE: dict[str, dict[int, tuple[str, str]]] = {
+    name: {ord(code): (code, kind) for code, kind in codes.items()}
+    for name, codes in DIALECTS.items()
+}
+_FIXED_READERS = {kind: (packer.unpack_from, packer.size) for kind, packer in _FIXED.items()}
+_U32_UNPACK = _U32.unpack_from
+_I32_UNPACK = _FIXED["int32"].unpack_from
 
 
-def _need(offset: int, size: int, end: int, what: str) -> int:
-    stop = offset + size
-    if stop > end:
-        raise FrameError(f"{what} needs {size} bytes, {max(end - offset, 0)} left", offset)
-    return stop
+def _overrun(what: str, offset: int, size: int, end: int) -> FrameError:
+    return FrameError(f"{what} needs {size} bytes, {max(end - offset, 0)} left", offset)
 
 
-def _fixed(kind: str) -> _Decoder:
-    packer = _FIXED[kind]
-
-    def decode(buf: bytes, o: int, end: int, d: str, typed: bool, depth: int) -> tuple[Any, int]:
-        stop = _need(o, packer.size, end, kind)
-        (value,) = packer.unpack_from(buf, o)
+def _read(
+    kind: str, buf: bytes, o: int, end: int, d: str, typed: bool, depth: int
+) -> tuple[Any, int]:
+    """One value of ``kind`` at ``o``; returns it and the offset after it."""
+    fixed = _FIXED_READERS.get(kind)
+    if fixed is not None:
+        unpack, size = fixed
+        if o + size > end:
+            raise _overrun(kind, o, size, end)
+        (value,) = unpack(buf, o)
         if kind == "bool":
             value = bool(value)
         elif kind == "timestamp" and not typed and value <= _LAST_DATETIME:
             # beyond datetime's range the number itself stays the faithful value
             value = _dt.datetime.fromtimestamp(value, _dt.UTC)
-        return value, stop
-
-    return decode
-
-
-def _string(width: int, kind: str) -> _Decoder:
-    def decode(buf: bytes, o: int, end: int, d: str, typed: bool, depth: int) -> tuple[Any, int]:
-        start = _need(o, width, end, f"{kind} length")
-        size = buf[o] if width == 1 else _U32.unpack_from(buf, o)[0]
-        stop = _need(start, size, end, f"{kind} of declared length {size}")
-        data = buf[start:stop]
+        return value, o + size
+    if kind in ("longstr", "bytes", "shortstr"):
+        width = 1 if kind == "shortstr" else 4
+        if o + width > end:
+            raise _overrun(f"{kind} length", o, width, end)
+        size = buf[o] if width == 1 else _U32_UNPACK(buf, o)[0]
+        o += width
+        stop = o + size
+        if stop > end:
+            raise _overrun(f"{kind} of declared length {size}", o, size, end)
+        data = buf[o:stop]
         if typed or kind == "bytes":
             return data, stop
         try:
             return data.decode("utf-8"), stop
         except UnicodeDecodeError:
             return data, stop  # a long string is binary; only its text form needs UTF-8
-
-    return decode
-
-
-def _decimal(buf: bytes, o: int, end: int, d: str, typed: bool, depth: int) -> tuple[Any, int]:
-    stop = _need(o, 5, end, "decimal")
-    scale, raw = _DECIMAL.unpack_from(buf, o)
-    return Decimal(raw).scaleb(-scale), stop
-
-
-def _void(buf: bytes, o: int, end: int, d: str, typed: bool, depth: int) -> tuple[Any, int]:
-    return None, o
-
-
-def _nested(kind: str) -> _Decoder:
-    def decode(buf: bytes, o: int, end: int, d: str, typed: bool, depth: int) -> tuple[Any, int]:
-        if depth >= MAX_DEPTH:
-            raise SyntaxFieldError(f"{kind} nested deeper than {MAX_DEPTH} levels", o)
-        if kind == "table":
-            return _table(buf, o, end, d, typed, depth + 1)
-        return _array(buf, o, end, d, typed, depth + 1)
-
-    return decode
+    if kind == "decimal":
+        if o + 5 > end:
+            raise _overrun(kind, o, 5, end)
+        scale, raw = _DECIMAL.unpack_from(buf, o)
+        return Decimal(raw).scaleb(-scale), o + 5
+    if kind == "void":
+        return None, o
+    if depth >= MAX_DEPTH:
+        raise SyntaxFieldError(f"{kind} nested deeper than {MAX_DEPTH} levels", o)
+    if kind == "table":
+        return _table(buf, o, end, d, typed, depth + 1)
+    return _array(buf, o, end, d, typed, depth + 1)
 
 
-_KIND_DECODERS: dict[str, _Decoder] = {
-    **{kind: _fixed(kind) for kind in _FIXED},
-    "shortstr": _string(1, "shortstr"),
-    "longstr": _string(4, "longstr"),
-    "bytes": _string(4, "bytes"),
-    "decimal": _decimal,
-    "void": _void,
-    "table": _nested("table"),
-    "array": _nested("array"),
-}
-
-_BY_CODE: dict[str, dict[int, tuple[str, _Decoder]]] = {
-    name: {ord(code): (code, _KIND_DECODERS[kind]) for code, kind in codes.items()}
-    for name, codes in DIALECTS.items()
-}
-
-
-def _value(buf: bytes, o: int, end: int, d: str, typed: bool, depth: int) -> tuple[Any, int]:
-    _need(o, 1, end, "field type code")
+def _entry_kind(buf: bytes, o: int, end: int, d: str) -> tuple[str, str]:
+    if o >= end:
+        raise _overrun("field type code", o, 1, end)
     entry = _BY_CODE[d].get(buf[o])
     if entry is None:
         raise SyntaxFieldError(
             f"field type code {bytes((buf[o],))!r} unknown in the {d} dialect", o
         )
-    code, decode = entry
-    value, stop = decode(buf, o + 1, end, d, typed, depth)
-    return (FieldValue(code, value) if typed else value), stop
+    return entry
 
 
 def _table(buf: bytes, o: int, end: int, d: str, typed: bool, depth: int) -> tuple[Any, int]:
-    start = _need(o, 4, end, "table length")
-    stop = _need(start, _U32.unpack_from(buf, o)[0], end, "table of declared length")
+    if o + 4 > end:
+        raise _overrun("table length", o, 4, end)
+    o, stop = o + 4, o + 4 + _U32_UNPACK(buf, o)[0]
+    if stop > end:
+        raise _overrun("table of declared length", o, stop - o, end)
     result: dict[str, Any] = {}
-    o = start
+    kinds = _BY_CODE[d]
     while o < stop:
-        _need(o, 1, stop, "table key length")
-        key_end = _need(o + 1, buf[o], stop, "table key")
+        key_end = o + 1 + buf[o]
+        if key_end > stop:
+            raise _overrun("table key", o + 1, buf[o], stop)
         try:
             key = buf[o + 1 : key_end].decode("utf-8")
         except UnicodeDecodeError:
             raise SyntaxFieldError("table key is not UTF-8", o + 1) from None
-        result[key], o = _value(buf, key_end, stop, d, typed, depth)
+        entry = kinds.get(buf[key_end]) if key_end < stop else None
+        code, kind = entry if entry is not None else _entry_kind(buf, key_end, stop, d)
+        o = key_end + 1
+        if typed:
+            value, o = _read(kind, buf, o, stop, d, typed, depth)
+            result[key] = FieldValue(code, value)
+        elif kind == "longstr" and o + 4 <= stop:  # the common cases, inline
+            value_end = o + 4 + _U32_UNPACK(buf, o)[0]
+            if value_end > stop:
+                raise _overrun("longstr of declared length", o + 4, value_end - o - 4, stop)
+            data = buf[o + 4 : value_end]
+            try:
+                result[key] = data.decode("utf-8")
+            except UnicodeDecodeError:
+                result[key] = data
+            o = value_end
+        elif kind == "int32" and o + 4 <= stop:
+            result[key] = _I32_UNPACK(buf, o)[0]
+            o += 4
+        elif kind == "bool" and o < stop:
+            result[key] = buf[o] != 0
+            o += 1
+        else:
+            result[key], o = _read(kind, buf, o, stop, d, typed, depth)
     return result, stop
 
 
 def _array(buf: bytes, o: int, end: int, d: str, typed: bool, depth: int) -> tuple[Any, int]:
-    start = _need(o, 4, end, "array length")
-    stop = _need(start, _U32.unpack_from(buf, o)[0], end, "array of declared length")
+    if o + 4 > end:
+        raise _overrun("array length", o, 4, end)
+    o, stop = o + 4, o + 4 + _U32_UNPACK(buf, o)[0]
+    if stop > end:
+        raise _overrun("array of declared length", o, stop - o, end)
     items = []
-    o = start
     while o < stop:
-        item, o = _value(buf, o, stop, d, typed, depth)
-        items.append(item)
+        code, kind = _entry_kind(buf, o, stop, d)
+        value, o = _read(kind, buf, o + 1, stop, d, typed, depth)
+        items.append(FieldValue(code, value) if typed else value)
     return items, stop
 
 
@@ -356,11 +367,13 @@ def decode_table(
     buf: bytes, offset: int = 0, dialect: str = "rabbit", typed: bool = False, end: int = -1
 ) -> tuple[dict[str, Any], int]:
     """Read a field table at ``offset``; returns it and the offset just past it."""
-    return _table(buf, offset, len(buf) if end < 0 else end, dialect, typed, 0)
+    table, stop = _table(buf, offset, len(buf) if end < 0 else end, dialect, typed, 0)
+    return table, stop
 
 
 def decode_array(
     buf: bytes, offset: int = 0, dialect: str = "rabbit", typed: bool = False, end: int = -1
 ) -> tuple[list[Any], int]:
     """Read a field array at ``offset``; returns it and the offset just past it."""
-    return _array(buf, offset, len(buf) if end < 0 else end, dialect, typed, 0)
+    items, stop = _array(buf, offset, len(buf) if end < 0 else end, dialect, typed, 0)
+    return items, stop

@@ -234,7 +234,7 @@ def test_property_flags_with_undefined_bits() -> None:
 
 def test_header_for_a_class_without_content() -> None:
     error = _decode_error(raw.frame(2, 1, raw.content_header(50, 0)))
-    assert isinstance(error, UnknownMethodError)
+    assert isinstance(error, FrameError) and "no content" in str(error)
 
 
 def test_stream_offsets_count_from_the_start_of_the_stream() -> None:
@@ -317,3 +317,20 @@ def test_reprs_read_well() -> None:
     assert repr(Heartbeat()) == "heartbeat()"
     assert "size=3" in repr(ContentHeader(1, 60, 3, {"priority": 1}))
     assert PUBLISH["routing_key"] == "rk" and PUBLISH.arguments["exchange"] == "ex"
+
+
+def test_decode_wants_exactly_one_frame() -> None:
+    codec = codec_for()
+    data = codec.encode(Heartbeat())
+    assert codec.decode(data) == Heartbeat()
+    with pytest.raises(FrameError, match="2 more bytes"):
+        codec.decode(data + b"\x01\x00")
+    with pytest.raises(FrameError, match="found 2"):
+        codec.decode(data + data)
+
+
+@pytest.mark.parametrize("not_a_table", [[], (), "", 0, [("a", 1)]])
+def test_only_mappings_are_tables(not_a_table: Any) -> None:
+    codec = codec_for()
+    with pytest.raises(LocalProtocolError, match="must be a mapping"):
+        codec.encode(codec.method("queue.declare", 1, arguments=not_a_table))

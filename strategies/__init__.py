@@ -1,0 +1,308 @@
+"""Hypothesis strategies for AMQP, derived from the specification model.
+
+Nothing here is written per method: every strategy is assembled from the loaded specification
+(``protocol``: ``0-9-1`` by default, or ``0-9-1-rabbit``, ``0-9``, ``0-8``), so a method or
+domain added to a specification file gets strategies with no code change. Factories check their
+arguments when called and raise :class:`hypothesis.errors.InvalidArgument` with a clear message.
+
+>>> from amqpfuzz.strategies import method_frames
+>>> method_frames("queue.declare").example()  # doctest: +SKIP
+queue.declare(ch=1, queue='a', passive=False, ...)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from hypothesis import strategies as st
+from hypothesis.errors import InvalidArgument
+
+from amqpfuzz.spec import FAMILY, Field, Method, Spec, load
+from amqpfuzz.spec.codec import DIALECTS, Frame, MethodFrame, codec_for
+from amqpfuzz.spec.model import PRIMITIVE_TYPES
+
+from .cases import CASE_CHANNEL, Case, Reaction, WireFrame
+from .frames import argument_values, content_frames, field_strategy, method_frame
+from .mutations import Context, Mutation
+from .operators import catalogue
+from .values import field_table_values, table_keys, wire_values
+
+__all__ = [
+    "CASE_CHANNEL",
+    "Case",
+    "Mutation",
+    "Reaction",
+    "WireFrame",
+    "arguments",
+    "content",
+    "domain_values",
+    "field_arrays",
+    "field_tables",
+    "frame_sequences",
+    "malformed_cases",
+    "method_frames",
+    "mutations",
+]
+
+
+# -- argument checks -------------------------------------------------------------------------------
+
+
+def _spec(protocol: str) -> Spec:
+    if protocol not in FAMILY:
+        raise InvalidArgument(f"protocol={protocol!r}: strategies exist for {', '.join(FAMILY)}")
+    return load(protocol)
+
+
+def _dialect(dialect: str) -> str:
+    if dialect not in DIALECTS:
+        raise InvalidArgument(f"dialect={dialect!r}: must be one of {', '.join(DIALECTS)}")
+    return dialect
+
+
+def _method(spec: Spec, name: str) -> Method:
+    try:
+        return spec.method(name)
+    except KeyError:
+        raise InvalidArgument(f"method={name!r}: AMQP {spec.protocol} has no such method") from None
+
+
+def _channel(channel: int) -> int:
+    if not isinstance(channel, int) or not (channel == CASE_CHANNEL or 0 <= channel <= 0xFFFF):
+        raise InvalidArgument(f"channel={channel!r}: must be 0..65535")
+    return channel
+
+
+def _frame_max(spec: Spec, frame_max: int) -> int:
+    least = spec.constant("frame-min-size").value
+    if not isinstance(frame_max, int) or not least <= frame_max < 2**32:
+        raise InvalidArgument(f"frame_max={frame_max!r}: must be at least frame-min-size ({least})")
+    return frame_max
+
+
+def _depth(max_depth: int) -> int:
+    if not isinstance(max_depth, int) or max_depth < 0:
+        raise InvalidArgument(f"max_depth={max_depth!r}: must be a non-negative int")
+    return max_depth
+
+
+def _selected(
+    spec: Spec, method: str | None, amqp_class: str | None, chassis: str | None
+) -> list[Method]:
+    if chassis not in (None, "client", "server"):
+        raise InvalidArgument(f"chassis={chassis!r}: must be 'client', 'server' or None")
+    if method is not None:
+        chosen = [_method(spec, method)]
+    elif amqp_class is not None:
+        names = [c.name for c in spec.classes]
+        if amqp_class not in names:
+            raise InvalidArgument(f"amqp_class={amqp_class!r}: AMQP {spec.protocol} has {names}")
+        chosen = list(spec.amqp_class(amqp_class).methods)
+    else:
+        chosen = list(spec.methods)
+    if chassis is not None:
+        chosen = [m for m in chosen if m.sent_by(chassis)]
+    if not chosen:
+        raise InvalidArgument(
+            f"no method of AMQP {spec.protocol} matches {method=} {amqp_class=} {chassis=}"
+        )
+    return chosen
+
+
+# -- values and frames -----------------------------------------------------------------------------
+
+
+def domain_values(
+    domain: str, *, protocol: str = "0-9-1", dialect: str = "rabbit", typed: bool = False
+) -> st.SearchStrategy[Any]:
+    """Values of a domain (``queue-name``) or a primitive type (``shortstr``).
+
+    Values honour the domain's asserts (notnull, length, regexp, syntax) and include the
+    boundaries the type and asserts imply (0, 1 and the maximum of each integer width; strings
+    of 0, 1, 127, 128 and the maximum length the asserts allow). Shrinks towards zero, the
+    empty string and short strings of ``a``.
+    """
+    spec = _spec(protocol)
+    _dialect(dialect)
+    if domain in PRIMITIVE_TYPES:
+        return wire_values(domain, dialect=dialect, typed=typed)
+    try:
+        found = spec.domain(domain)
+    except KeyError:
+        raise InvalidArgument(
+            f"domain={domain!r}: AMQP {protocol} has no such domain or type"
+        ) from None
+    return field_strategy(
+        Field(found.name, found.name, found.type, asserts=found.asserts),
+        dialect=dialect,
+        typed=typed,
+        prefix=None,
+    )
+
+
+def arguments(
+    method: str, *, protocol: str = "0-9-1", dialect: str = "rabbit", prefix: str | None = None
+) -> st.SearchStrategy[dict[str, Any]]:
+    """Arguments of ``method`` as ``{field identifier: value}``.
+
+    Reserved fields keep their zero value. With ``prefix``, every queue name, exchange name and
+    routing key starts with it (or is empty), so a campaign only touches what it created.
+    Shrinks field by field towards zero values.
+    """
+    spec = _spec(protocol)
+    found = _method(spec, method)
+    values = argument_values(found, dialect=_dialect(dialect), prefix=prefix)
+    return values.map(lambda v: {f.attr: x for f, x in zip(found.fields, v, strict=True)})
+
+
+def method_frames(
+    method: str | None = None,
+    *,
+    amqp_class: str | None = None,
+    chassis: str | None = None,
+    channel: int = 1,
+    protocol: str = "0-9-1",
+    dialect: str = "rabbit",
+    prefix: str | None = None,
+) -> st.SearchStrategy[MethodFrame]:
+    """Method frames for one method, one class, one chassis, or every method.
+
+    ``chassis="client"`` gives the methods a client may send (those the server implements),
+    ``"server"`` the ones a server sends. Shrinks towards the first method of the selection in
+    the XML's order, then towards zero argument values.
+    """
+    spec = _spec(protocol)
+    _dialect(dialect)
+    methods = _selected(spec, method, amqp_class, chassis)
+    channel = _channel(channel)
+    return st.sampled_from(methods).flatmap(
+        lambda m: method_frame(m, channel, dialect=dialect, prefix=prefix)
+    )
+
+
+def content(
+    amqp_class: str = "basic",
+    *,
+    channel: int = 1,
+    frame_max: int = 131072,
+    max_body: int | None = None,
+    protocol: str = "0-9-1",
+    dialect: str = "rabbit",
+) -> st.SearchStrategy[list[Frame]]:
+    """A content header with any subset of the class's properties, and the body frames that
+    carry its body split by ``frame_max``.
+
+    Body sizes mix in 0, 1, a frame exactly full (``frame_max - 8``) and one byte more.
+    Shrinks towards no properties and an empty body.
+    """
+    spec = _spec(protocol)
+    names = [c.name for c in spec.classes if c.properties]
+    if amqp_class not in names:
+        raise InvalidArgument(f"amqp_class={amqp_class!r}: content classes are {names}")
+    if max_body is not None and (not isinstance(max_body, int) or max_body < 0):
+        raise InvalidArgument(f"max_body={max_body!r}: must be a non-negative int")
+    return content_frames(
+        spec,
+        amqp_class,
+        _channel(channel),
+        _frame_max(spec, frame_max),
+        dialect=_dialect(dialect),
+        max_body=max_body,
+    )
+
+
+def frame_sequences(
+    method: str | None = None,
+    *,
+    amqp_class: str | None = None,
+    chassis: str | None = "client",
+    channel: int = 1,
+    frame_max: int = 131072,
+    max_body: int | None = None,
+    protocol: str = "0-9-1",
+    dialect: str = "rabbit",
+    prefix: str | None = None,
+) -> st.SearchStrategy[list[Frame]]:
+    """Sequences that are valid on the wire: a method, then, if it carries content, its
+    header and bodies, all on ``channel``. Shrinks like :func:`method_frames`, then the
+    content like :func:`content`."""
+    spec = _spec(protocol)
+    _dialect(dialect)
+    _frame_max(spec, frame_max)
+    methods = _selected(spec, method, amqp_class, chassis)
+    channel = _channel(channel)
+
+    def with_content(frame: MethodFrame) -> st.SearchStrategy[list[Frame]]:
+        if not frame.method.content:
+            return st.just([frame])
+        body = content_frames(
+            spec, frame.method.class_name, channel, frame_max, dialect=dialect, max_body=max_body
+        )
+        return body.map(lambda frames: [frame, *frames])
+
+    frames = st.sampled_from(methods).flatmap(
+        lambda m: method_frame(m, channel, dialect=dialect, prefix=prefix)
+    )
+    return frames.flatmap(with_content)
+
+
+def field_tables(
+    *, dialect: str = "rabbit", typed: bool = False, max_depth: int = 3
+) -> st.SearchStrategy[dict[str, Any]]:
+    """Field tables with entries of every type code of ``dialect``, nested up to
+    ``max_depth`` tables or arrays deep. With ``typed`` every entry is a
+    :class:`~amqpfuzz.spec.codec.FieldValue` (its exact type code); otherwise plain Python
+    values, wrapped only where a plain value cannot say its type (an unsigned byte).
+    Shrinks towards the empty table."""
+    values = field_table_values(_dialect(dialect), typed=typed, max_depth=_depth(max_depth))
+    return st.dictionaries(table_keys(), values, max_size=8)
+
+
+def field_arrays(
+    *, dialect: str = "rabbit", typed: bool = False, max_depth: int = 3
+) -> st.SearchStrategy[list[Any]]:
+    """Field arrays, with the entries of :func:`field_tables`. Shrinks towards the empty array."""
+    values = field_table_values(_dialect(dialect), typed=typed, max_depth=_depth(max_depth))
+    return st.lists(values, max_size=8)
+
+
+# -- mutations -------------------------------------------------------------------------------------
+
+
+def mutations(protocol: str = "0-9-1") -> tuple[Mutation, ...]:
+    """The mutation operators that apply to ``protocol``, in catalogue order."""
+    return catalogue(_spec(protocol))
+
+
+def malformed_cases(
+    operators: Sequence[str] | None = None,
+    *,
+    protocol: str = "0-9-1",
+    frame_max: int = 131072,
+    dialect: str = "rabbit",
+    prefix: str | None = None,
+) -> st.SearchStrategy[Case]:
+    """Malformed cases: an operator and the valid frames it breaks, drawn together.
+
+    ``operators`` names the operators to use (all that apply to the protocol by default);
+    ``frame_max`` is the frame-max negotiated on the connection the cases will run on. Each
+    case carries its exact bytes (:meth:`Case.render`), a readable repr naming the operator,
+    and the reaction the specification requires. Shrinks towards the first operator of the
+    catalogue and then towards that operator's simplest frames.
+    """
+    spec = _spec(protocol)
+    available = {op.name: op for op in catalogue(spec)}
+    if operators is None:
+        chosen = list(available.values())
+    else:
+        unknown = [name for name in operators if name not in available]
+        if unknown or not operators:
+            raise InvalidArgument(
+                f"operators={list(operators)!r}: known operators are {list(available)}"
+            )
+        chosen = [available[name] for name in operators]
+    context = Context(
+        spec, codec_for(protocol, _dialect(dialect)), _frame_max(spec, frame_max), prefix
+    )
+    return st.one_of([op.cases(context) for op in chosen])

@@ -1,0 +1,145 @@
+"""The catalogue of named mutation operators, and the strategy that draws malformed cases.
+
+An operator is a small object: a name, what it breaks, how, and the reply-code constants the
+specification requires in answer, looked up in the loaded spec (which gives their value and
+whether the error is hard, closing the connection, or soft, closing the channel). Its
+``build`` draws the valid frames it starts from and breaks them, inside one Hypothesis draw,
+so that shrinking a failure shrinks the operator's choice and its frames together.
+
+``level`` says who can tell the case is malformed without a broker: ``frame`` operators are
+rejected by our own decoder with the operator's first code as the error category, ``sequence``
+operators are flagged by :class:`~amqpfuzz.spec.state.SequenceChecker`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+
+from hypothesis import strategies as st
+
+from amqpfuzz.spec import Method, Spec
+from amqpfuzz.spec.codec import Codec, Frame, MethodFrame
+
+from .cases import CASE_CHANNEL, Case, Reaction, WireFrame, wire_frame
+from .frames import method_frame
+
+__all__ = ["Built", "Context", "Mutation"]
+
+
+@dataclass(frozen=True, slots=True)
+class Built:
+    """What an operator's ``build`` returns: the broken steps and where they point."""
+
+    steps: tuple[WireFrame, ...]
+    spec_ref: str
+    note: str
+    channel: str = "open"
+    frames: tuple[Frame, ...] = ()
+
+
+@dataclass(frozen=True)
+class Context:
+    """What operators draw from: the spec, its codec, the negotiated frame-max, the prefix."""
+
+    spec: Spec
+    codec: Codec
+    frame_max: int
+    prefix: str | None = None
+
+    @cached_property
+    def client_methods(self) -> tuple[Method, ...]:
+        """Every method a client may send, in the XML's order."""
+        return tuple(m for m in self.spec.methods if m.sent_by("client"))
+
+    @cached_property
+    def channel_methods(self) -> tuple[Method, ...]:
+        """Client methods of the classes that work on a channel (not connection, not channel)."""
+        return tuple(
+            m
+            for m in self.client_methods
+            if self.spec.amqp_class(m.class_name).handler == "channel" and m.class_name != "channel"
+        )
+
+    @cached_property
+    def connection_methods(self) -> tuple[Method, ...]:
+        return tuple(
+            m
+            for m in self.client_methods
+            if self.spec.amqp_class(m.class_name).handler == "connection"
+        )
+
+    @cached_property
+    def content_methods(self) -> tuple[Method, ...]:
+        return tuple(m for m in self.client_methods if m.content)
+
+    def frame_of(
+        self, methods: Sequence[Method], channel: int = CASE_CHANNEL
+    ) -> st.SearchStrategy[MethodFrame]:
+        """A valid frame of one of ``methods`` (drawn together with the method)."""
+        return st.sampled_from(methods).flatmap(
+            lambda m: method_frame(m, channel, dialect=self.codec.dialect, prefix=self.prefix)
+        )
+
+    def wire(self, frame: Frame) -> WireFrame:
+        return wire_frame(self.codec, frame)
+
+
+BuildFn = Callable[[st.DrawFn, Context], Built]
+
+
+@dataclass(frozen=True)
+class Mutation:
+    """A named way of breaking valid frames, and the reaction the specification requires."""
+
+    name: str
+    description: str
+    breaks: str
+    codes: tuple[str, ...]
+    level: str
+    build: BuildFn = field(repr=False, compare=False)
+    or_reply: bool = False
+    rule: str | None = (
+        None  # a rule of the spec whose on-failure code, where the file has it, rules
+    )
+
+    def applies_to(self, spec: Spec) -> bool:
+        """Whether ``spec`` defines the reply codes this operator needs."""
+        names = {c.name for c in spec.constants}
+        return all(code in names for code in self.codes_in(spec))
+
+    def codes_in(self, spec: Spec) -> tuple[str, ...]:
+        """The reply-code names for ``spec``: the rule's on-failure first, where it has one."""
+        if self.rule is not None:
+            try:
+                failure = spec.rule(self.rule).on_failure
+            except KeyError:
+                failure = None
+            if failure and failure not in self.codes:
+                return (failure, *self.codes)
+            if failure:
+                return (failure, *(c for c in self.codes if c != failure))
+        return self.codes
+
+    def reaction(self, spec: Spec) -> Reaction:
+        return Reaction.error(spec, *self.codes_in(spec), or_reply=self.or_reply)
+
+    def cases(self, context: Context) -> st.SearchStrategy[Case]:
+        """Malformed cases made by this operator."""
+        reaction = self.reaction(context.spec)
+
+        @st.composite
+        def draw_case(draw: st.DrawFn) -> Case:
+            built = self.build(draw, context)
+            return Case(
+                steps=built.steps,
+                expected=reaction,
+                spec_ref=built.spec_ref,
+                mutation=self.name,
+                channel=built.channel,
+                note=built.note,
+                frames=built.frames,
+            )
+
+        return draw_case()

@@ -1,0 +1,28 @@
+"""The benchmark scripts run and print their figures as JSON lines (no timing is asserted)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parents[1] / "bench"
+
+
+def test_codec_bench_prints_every_figure() -> None:
+    done = subprocess.run(
+        [sys.executable, str(BENCH / "codec.py"), "--quick"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    lines = [json.loads(line) for line in done.stdout.splitlines()]
+    figures = {(r["figure"], r.get("impl")) for r in lines}
+    for op in ("encode", "decode"):
+        for impl in ("amqpfuzz", "pamqp", "pika"):
+            assert (f"{op}_frames_per_s", impl) in figures
+        ratio = next(r for r in lines if r["figure"] == f"{op}_ratio_vs_pamqp")
+        assert ratio["value"] > 0 and ratio["target"] == 1.5
+    assert all(r["bench"] == "codec" and r["value"] > 0 for r in lines)
