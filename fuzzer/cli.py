@@ -16,7 +16,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from amqpfuzz.spec import PROTOCOLS, AmqpfuzzError, AnySpec, load_any, load_file
+from amqpfuzz.spec import FAMILY, PROTOCOLS, AmqpfuzzError, AnySpec, Spec, load_any, load_file
 
 __all__ = ["main"]
 
@@ -113,3 +113,46 @@ def spec_command(protocol: str, path: str | None, as_json: bool) -> None:
 def main(argv: list[str] | None = None) -> None:
     """Entry point of the ``amqpfuzz`` console script."""
     cli.main(args=argv if argv is not None else sys.argv[1:], prog_name="amqpfuzz")
+
+
+@cli.command("mutations")
+@click.option(
+    "--protocol",
+    type=click.Choice(list(FAMILY)),
+    default="0-9-1",
+    show_default=True,
+    help="Which specification's catalogue to list.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print JSON for machines.")
+def mutations_command(protocol: str, as_json: bool) -> None:
+    """The mutation operators a campaign uses, and the reaction each requires."""
+    from amqpfuzz.strategies import mutations
+
+    spec = load_any(protocol)
+    assert isinstance(spec, Spec)
+    rows: list[dict[str, Any]] = []
+    for op in mutations(protocol):
+        reaction = op.reaction(spec)
+        rows.append(
+            {
+                "name": op.name,
+                "breaks": op.description,
+                "how": op.breaks,
+                "level": op.level,
+                "reaction": reaction.outcome,
+                "codes": [{"name": c.name, "value": c.value} for c in reaction.codes],
+                "or_accepted": reaction.or_reply,
+            }
+        )
+    if as_json:
+        click.echo(json.dumps({"protocol": protocol, "operators": rows}, indent=2))
+        return
+    table = Table(title=f"Mutation operators, AMQP {protocol}", title_justify="left")
+    table.add_column("operator", no_wrap=True)
+    for column in ("breaks", "how", "required reaction"):
+        table.add_column(column)
+    for row in rows:
+        codes = " or ".join(f"{c['value']} {c['name']}" for c in row["codes"])
+        required = f"{row['reaction']} {codes}" + (" (or accepted)" if row["or_accepted"] else "")
+        table.add_row(row["name"], row["breaks"], row["how"], required)
+    Console().print(table)

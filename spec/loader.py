@@ -102,6 +102,7 @@ class _Loader:
                     rule=item.get("rule"),
                     method=item.get("method"),
                     field=item.get("field"),
+                    values=tuple(v.get("name", "") for v in children(item, "value")),
                 )
             )
         return tuple(out)

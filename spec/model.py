@@ -67,7 +67,8 @@ class Constant:
 
 @dataclass(frozen=True, slots=True)
 class Assert:
-    """An ``<assert>`` on a domain or field: ``notnull``, ``length``, ``regexp``, ``le``, ...
+    """An ``<assert>`` on a domain or field: ``notnull``, ``null``, ``length``, ``regexp``,
+    ``syntax``, ``ne``, ``le``, ``enum``.
 
     ``value`` holds the limit or pattern; ``method`` and ``field`` name the other operand of a
     comparison such as ``le`` (channel-max must be at most tune's channel-max).
@@ -78,6 +79,7 @@ class Assert:
     rule: str | None = None
     method: str | None = None
     field: str | None = None
+    values: tuple[str, ...] = ()  # the names of an ``enum``, whose values are 0, 1, ...
 
 
 @dataclass(frozen=True, slots=True)

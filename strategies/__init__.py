@@ -18,15 +18,15 @@ from typing import Any
 from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
 
-from amqpfuzz.spec import FAMILY, Field, Method, Spec, load
+from amqpfuzz.spec import FAMILY, Method, Spec, load
 from amqpfuzz.spec.codec import DIALECTS, Frame, MethodFrame, codec_for
 from amqpfuzz.spec.model import PRIMITIVE_TYPES
 
 from .cases import CASE_CHANNEL, Case, Reaction, WireFrame
-from .frames import argument_values, content_frames, field_strategy, method_frame
-from .mutations import Context, Mutation
+from .frames import argument_builder, blobs, content_frames, method_frames_of, sequences_of
+from .mutations import Context, Mutation, malformed
 from .operators import catalogue
-from .values import field_table_values, table_keys, wire_values
+from .source import Source, table_generator, type_generator
 
 __all__ = [
     "CASE_CHANNEL",
@@ -49,7 +49,9 @@ __all__ = [
 # -- argument checks -------------------------------------------------------------------------------
 
 
-def _spec(protocol: str) -> Spec:
+def _spec(protocol: str | Spec) -> Spec:
+    if isinstance(protocol, Spec):
+        return protocol
     if protocol not in FAMILY:
         raise InvalidArgument(f"protocol={protocol!r}: strategies exist for {', '.join(FAMILY)}")
     return load(protocol)
@@ -114,35 +116,36 @@ def _selected(
 
 
 def domain_values(
-    domain: str, *, protocol: str = "0-9-1", dialect: str = "rabbit", typed: bool = False
+    domain: str, *, protocol: str | Spec = "0-9-1", dialect: str = "rabbit", typed: bool = False
 ) -> st.SearchStrategy[Any]:
     """Values of a domain (``queue-name``) or a primitive type (``shortstr``).
 
-    Values honour the domain's asserts (notnull, length, regexp, syntax) and include the
-    boundaries the type and asserts imply (0, 1 and the maximum of each integer width; strings
-    of 0, 1, 127, 128 and the maximum length the asserts allow). Shrinks towards zero, the
-    empty string and short strings of ``a``.
+    Values honour the domain's asserts (notnull, length, regexp, syntax) and, about a third of
+    the time, sit on a boundary the type and asserts imply (0, 1 and the maximum of each
+    integer width; strings of 0, 1, 127, 128 and the maximum length allowed). Shrinks towards
+    zero and the empty (or shortest allowed) string.
     """
     spec = _spec(protocol)
     _dialect(dialect)
     if domain in PRIMITIVE_TYPES:
-        return wire_values(domain, dialect=dialect, typed=typed)
-    try:
-        found = spec.domain(domain)
-    except KeyError:
-        raise InvalidArgument(
-            f"domain={domain!r}: AMQP {protocol} has no such domain or type"
-        ) from None
-    return field_strategy(
-        Field(found.name, found.name, found.type, asserts=found.asserts),
-        dialect=dialect,
-        typed=typed,
-        prefix=None,
-    )
+        gen = type_generator(domain, (), dialect, typed)
+    else:
+        try:
+            found = spec.domain(domain)
+        except KeyError:
+            raise InvalidArgument(
+                f"domain={domain!r}: AMQP {spec.protocol} has no such domain or type"
+            ) from None
+        gen = type_generator(found.type, found.asserts, dialect, typed)
+    return blobs().map(lambda blob: gen(Source(blob)))
 
 
 def arguments(
-    method: str, *, protocol: str = "0-9-1", dialect: str = "rabbit", prefix: str | None = None
+    method: str,
+    *,
+    protocol: str | Spec = "0-9-1",
+    dialect: str = "rabbit",
+    prefix: str | None = None,
 ) -> st.SearchStrategy[dict[str, Any]]:
     """Arguments of ``method`` as ``{field identifier: value}``.
 
@@ -152,8 +155,9 @@ def arguments(
     """
     spec = _spec(protocol)
     found = _method(spec, method)
-    values = argument_values(found, dialect=_dialect(dialect), prefix=prefix)
-    return values.map(lambda v: {f.attr: x for f, x in zip(found.fields, v, strict=True)})
+    build = argument_builder(found, _dialect(dialect), False, prefix)
+    names = [f.attr for f in found.fields]
+    return blobs().map(lambda blob: dict(zip(names, build(Source(blob)), strict=True)))
 
 
 def method_frames(
@@ -162,7 +166,7 @@ def method_frames(
     amqp_class: str | None = None,
     chassis: str | None = None,
     channel: int = 1,
-    protocol: str = "0-9-1",
+    protocol: str | Spec = "0-9-1",
     dialect: str = "rabbit",
     prefix: str | None = None,
 ) -> st.SearchStrategy[MethodFrame]:
@@ -173,12 +177,8 @@ def method_frames(
     the XML's order, then towards zero argument values.
     """
     spec = _spec(protocol)
-    _dialect(dialect)
     methods = _selected(spec, method, amqp_class, chassis)
-    channel = _channel(channel)
-    return st.sampled_from(methods).flatmap(
-        lambda m: method_frame(m, channel, dialect=dialect, prefix=prefix)
-    )
+    return method_frames_of(methods, _channel(channel), dialect=_dialect(dialect), prefix=prefix)
 
 
 def content(
@@ -187,7 +187,7 @@ def content(
     channel: int = 1,
     frame_max: int = 131072,
     max_body: int | None = None,
-    protocol: str = "0-9-1",
+    protocol: str | Spec = "0-9-1",
     dialect: str = "rabbit",
 ) -> st.SearchStrategy[list[Frame]]:
     """A content header with any subset of the class's properties, and the body frames that
@@ -220,7 +220,7 @@ def frame_sequences(
     channel: int = 1,
     frame_max: int = 131072,
     max_body: int | None = None,
-    protocol: str = "0-9-1",
+    protocol: str | Spec = "0-9-1",
     dialect: str = "rabbit",
     prefix: str | None = None,
 ) -> st.SearchStrategy[list[Frame]]:
@@ -233,18 +233,9 @@ def frame_sequences(
     methods = _selected(spec, method, amqp_class, chassis)
     channel = _channel(channel)
 
-    def with_content(frame: MethodFrame) -> st.SearchStrategy[list[Frame]]:
-        if not frame.method.content:
-            return st.just([frame])
-        body = content_frames(
-            spec, frame.method.class_name, channel, frame_max, dialect=dialect, max_body=max_body
-        )
-        return body.map(lambda frames: [frame, *frames])
-
-    frames = st.sampled_from(methods).flatmap(
-        lambda m: method_frame(m, channel, dialect=dialect, prefix=prefix)
+    return sequences_of(
+        spec, methods, channel, frame_max, dialect=dialect, prefix=prefix, max_body=max_body
     )
-    return frames.flatmap(with_content)
 
 
 def field_tables(
@@ -255,22 +246,22 @@ def field_tables(
     :class:`~amqpfuzz.spec.codec.FieldValue` (its exact type code); otherwise plain Python
     values, wrapped only where a plain value cannot say its type (an unsigned byte).
     Shrinks towards the empty table."""
-    values = field_table_values(_dialect(dialect), typed=typed, max_depth=_depth(max_depth))
-    return st.dictionaries(table_keys(), values, max_size=8)
+    gen = table_generator(_dialect(dialect), typed, _depth(max_depth))
+    return blobs(512).map(lambda blob: gen(Source(blob)))
 
 
 def field_arrays(
     *, dialect: str = "rabbit", typed: bool = False, max_depth: int = 3
 ) -> st.SearchStrategy[list[Any]]:
     """Field arrays, with the entries of :func:`field_tables`. Shrinks towards the empty array."""
-    values = field_table_values(_dialect(dialect), typed=typed, max_depth=_depth(max_depth))
-    return st.lists(values, max_size=8)
+    gen = table_generator(_dialect(dialect), typed, _depth(max_depth), array=True)
+    return blobs(512).map(lambda blob: gen(Source(blob)))
 
 
 # -- mutations -------------------------------------------------------------------------------------
 
 
-def mutations(protocol: str = "0-9-1") -> tuple[Mutation, ...]:
+def mutations(protocol: str | Spec = "0-9-1") -> tuple[Mutation, ...]:
     """The mutation operators that apply to ``protocol``, in catalogue order."""
     return catalogue(_spec(protocol))
 
@@ -278,7 +269,7 @@ def mutations(protocol: str = "0-9-1") -> tuple[Mutation, ...]:
 def malformed_cases(
     operators: Sequence[str] | None = None,
     *,
-    protocol: str = "0-9-1",
+    protocol: str | Spec = "0-9-1",
     frame_max: int = 131072,
     dialect: str = "rabbit",
     prefix: str | None = None,
@@ -302,7 +293,5 @@ def malformed_cases(
                 f"operators={list(operators)!r}: known operators are {list(available)}"
             )
         chosen = [available[name] for name in operators]
-    context = Context(
-        spec, codec_for(protocol, _dialect(dialect)), _frame_max(spec, frame_max), prefix
-    )
-    return st.one_of([op.cases(context) for op in chosen])
+    context = Context(spec, codec_for(spec, _dialect(dialect)), _frame_max(spec, frame_max), prefix)
+    return malformed(chosen, context)

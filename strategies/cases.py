@@ -8,7 +8,8 @@ else is fixed bytes, so the exact bytes of any run are always recoverable.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from amqpfuzz.spec import Constant, Spec
 from amqpfuzz.spec.codec import Codec, Frame, ProtocolHeader, raw
@@ -19,31 +20,37 @@ __all__ = ["CASE_CHANNEL", "Case", "Reaction", "WireFrame", "label_of", "wire_fr
 CASE_CHANNEL = -1
 
 
-@dataclass(frozen=True, slots=True)
-class WireFrame:
+class WireFrame(NamedTuple):
     """One frame as bytes, with the header fields a mutation may have changed.
 
     ``channel`` is a number or :data:`CASE_CHANNEL`; ``size`` overrides the size field;
     ``end`` is the frame-end octet; ``trailer`` is sent right after the frame (the filler a
-    lying size field reads into). ``label`` says what the frame is, for people.
+    lying size field reads into); ``verbatim`` replaces the whole frame (a protocol header).
+    ``source`` is the valid frame this one was made from and ``note`` what was done to it;
+    :attr:`label` puts them into words only when somebody reads it.
     """
 
     frame_type: int
     channel: int
     payload: bytes
-    label: str
+    note: str = ""
     size: int | None = None
     end: int = raw.FRAME_END
     trailer: bytes = b""
-    verbatim: bytes | None = None  # bytes sent as they are, not framed (protocol headers, junk)
+    verbatim: bytes | None = None
+    source: Frame | None = None
 
     def render(self, channel: int) -> bytes:
         if self.verbatim is not None:
             return self.verbatim
         number = channel if self.channel == CASE_CHANNEL else self.channel
-        return raw.frame(self.frame_type, number, self.payload, size=self.size, end=self.end) + (
-            self.trailer
-        )
+        framed = raw.frame(self.frame_type, number, self.payload, size=self.size, end=self.end)
+        return framed + self.trailer
+
+    @property
+    def label(self) -> str:
+        base = label_of(self.source) if self.source is not None else ""
+        return f"{base} {self.note}".strip() if base else self.note
 
     def __repr__(self) -> str:
         return self.label
@@ -54,13 +61,12 @@ def label_of(frame: Frame) -> str:
     return repr(frame).replace(f"ch={CASE_CHANNEL}", "ch=N")
 
 
-def wire_frame(codec: Codec, frame: Frame, *, label: str | None = None) -> WireFrame:
+def wire_frame(codec: Codec, frame: Frame) -> WireFrame:
     """A valid frame as a :class:`WireFrame` (its channel may be :data:`CASE_CHANNEL`)."""
     if isinstance(frame, ProtocolHeader):
-        return WireFrame(0, 0, b"", label or repr(frame), verbatim=frame.data)
-    channel = frame.channel
-    data = codec.encode(replace(frame, channel=0 if channel == CASE_CHANNEL else channel))
-    return WireFrame(data[0], channel, data[7:-1], label or label_of(frame))
+        return WireFrame(0, 0, b"", verbatim=frame.data, source=frame)
+    frame_type, payload = codec.payload(frame)
+    return WireFrame(frame_type, frame.channel, payload, source=frame)
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,12 +1,16 @@
 """Valid frames derived from the spec model: method arguments, method frames, content.
 
-Nothing here names a method: a method's strategy is assembled from its fields' wire types and
-asserts, so a method or domain added to a specification file gets strategies with no change.
+Nothing here names a method: a method's generator is assembled from its fields' wire types and
+asserts (:mod:`.source`), so a method or domain added to a specification file gets strategies
+with no change. Each strategy makes its structural choices with Hypothesis (which method) and
+reads every value from one drawn blob of bytes.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import functools
+import random
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from hypothesis import strategies as st
@@ -15,22 +19,31 @@ from amqpfuzz.spec import Field, Method, Spec
 from amqpfuzz.spec.asserts import assert_limits
 from amqpfuzz.spec.codec import ContentBody, ContentHeader, Frame, MethodFrame
 
-from .values import NAME_ALPHABET, wire_values
+from .source import NAME_ALPHABET, Gen, Source, field_generator
 
 __all__ = [
+    "BLOB",
     "ENTITY_DOMAINS",
-    "argument_values",
-    "body_sizes",
+    "argument_builder",
+    "blobs",
+    "body_size",
+    "content_builder",
     "content_frames",
     "method_frame",
+    "method_frames_of",
+    "sequences_of",
 ]
+
+# Bytes in one blob: enough for the arguments of any method, tables included; a shorter blob
+# reads as zeros past its end.
+BLOB = 192
 
 # Domains that name broker entities. With a prefix, every such value starts with it (or is
 # empty, which names the default exchange or the channel's last queue), so that a campaign
 # only ever touches what it created; routing keys get the prefix too, since the default
 # exchange routes by queue name.
 ENTITY_DOMAINS = frozenset({"queue-name", "exchange-name"})
-_ZERO: dict[str, Any] = {
+ZERO: dict[str, Any] = {
     "bit": False,
     "octet": 0,
     "short": 0,
@@ -44,32 +57,41 @@ _ZERO: dict[str, Any] = {
 }
 
 
-def _prefixed(fld: Field, prefix: str) -> st.SearchStrategy[str]:
+def blobs(size: int = BLOB) -> st.SearchStrategy[bytes]:
+    return st.binary(max_size=size)
+
+
+def _prefixed(fld: Field, prefix: str) -> Gen:
     notnull, max_length, _ = assert_limits(fld.asserts)
-    room = (max_length or 255) - len(prefix.encode("utf-8"))
-    suffix = st.text(NAME_ALPHABET, min_size=1, max_size=max(1, min(room, 24)))
-    named = st.builds(str.__add__, st.just(prefix), suffix)
-    return named if notnull else st.one_of(named, st.just(""))
+    room = max(1, min((max_length or 255) - len(prefix.encode("utf-8")), 24))
+
+    def gen(src: Source) -> str:
+        size = src.below(room + 1)
+        if size == 0 and not notnull:
+            return ""
+        return prefix + "".join(
+            NAME_ALPHABET[src.below(len(NAME_ALPHABET))] for _ in range(max(size, 1))
+        )
+
+    return gen
 
 
-def field_strategy(
-    fld: Field, *, dialect: str, typed: bool, prefix: str | None
-) -> st.SearchStrategy[Any]:
-    """Values for one field: its zero if reserved, prefixed names where entities are named."""
+def _field_gen(fld: Field, dialect: str, typed: bool, prefix: str | None) -> Gen:
     if fld.reserved:
-        return st.just(_ZERO[fld.type])
+        zero = ZERO[fld.type]
+        return lambda src: zero
     if prefix is not None and (fld.domain in ENTITY_DOMAINS or fld.name == "routing-key"):
         return _prefixed(fld, prefix)
-    return wire_values(fld, dialect=dialect, typed=typed)
+    return field_generator(fld, dialect, typed)
 
 
-def argument_values(
-    method: Method, *, dialect: str = "rabbit", typed: bool = False, prefix: str | None = None
-) -> st.SearchStrategy[tuple[Any, ...]]:
-    """A tuple of argument values in the method's field order."""
-    return st.tuples(
-        *(field_strategy(f, dialect=dialect, typed=typed, prefix=prefix) for f in method.fields)
-    )
+@functools.lru_cache(maxsize=4096)
+def argument_builder(
+    method: Method, dialect: str = "rabbit", typed: bool = False, prefix: str | None = None
+) -> Callable[[Source], tuple[Any, ...]]:
+    """Reads one value per field of ``method`` from a source, in field order."""
+    gens = [_field_gen(f, dialect, typed, prefix) for f in method.fields]
+    return lambda src: tuple(gen(src) for gen in gens)
 
 
 def method_frame(
@@ -80,17 +102,65 @@ def method_frame(
     typed: bool = False,
     prefix: str | None = None,
 ) -> st.SearchStrategy[MethodFrame]:
-    values = argument_values(method, dialect=dialect, typed=typed, prefix=prefix)
-    return values.map(lambda v: MethodFrame(channel, method, v))
+    build = argument_builder(method, dialect, typed, prefix)
+    return blobs().map(lambda blob: MethodFrame(channel, method, build(Source(blob))))
 
 
-def body_sizes(frame_max: int, limit: int | None = None, least: int = 0) -> st.SearchStrategy[int]:
-    """Body sizes around the frame boundaries: empty, one byte, a frame exactly full, one
-    byte into a second frame; and anything up to two frames (or ``limit``)."""
+def method_frames_of(
+    methods: Sequence[Method],
+    channel: int,
+    *,
+    dialect: str = "rabbit",
+    typed: bool = False,
+    prefix: str | None = None,
+) -> st.SearchStrategy[MethodFrame]:
+    """A frame of one of ``methods``: the method is a Hypothesis choice (shrinking towards
+    the first), its arguments come from a blob."""
+    builders = {m: argument_builder(m, dialect, typed, prefix) for m in methods}
+
+    def build(method: Method, blob: bytes) -> MethodFrame:
+        return MethodFrame(channel, method, builders[method](Source(blob)))
+
+    return st.builds(build, st.sampled_from(tuple(methods)), blobs())
+
+
+def body_size(src: Source, frame_max: int, least: int = 0, most: int | None = None) -> int:
+    """A body size around the frame boundaries: empty, one byte, a frame exactly full, one
+    byte into a second frame, or anything up to two frames (or ``most``)."""
     chunk = frame_max - 8
-    top = max(limit if limit is not None else 2 * chunk, least)
-    edges = sorted({n for n in (0, 1, chunk - 1, chunk, chunk + 1, top) if least <= n <= top})
-    return st.one_of(st.sampled_from(edges), st.integers(least, top))
+    top = max(most if most is not None else 2 * chunk, least)
+    if src.edge():
+        edges = tuple(n for n in (0, 1, chunk - 1, chunk, chunk + 1, top) if least <= n <= top)
+        return int(src.pick(edges))
+    return least + src.uint(32) % (top - least + 1)
+
+
+@functools.lru_cache(maxsize=256)
+def content_builder(
+    spec: Spec,
+    class_name: str,
+    frame_max: int,
+    dialect: str = "rabbit",
+    typed: bool = False,
+    least: int = 0,
+    most: int | None = None,
+) -> Callable[[Source, int], list[Frame]]:
+    """Reads a content header (any subset of the class's properties) and its body frames."""
+    amqp_class = spec.amqp_class(class_name)
+    props = [(p.attr, field_generator(p, dialect, typed)) for p in amqp_class.properties]
+    chunk = frame_max - 8
+
+    def build(src: Source, channel: int) -> list[Frame]:
+        # the size first: it decides the frames, and the blob may run out during the properties
+        size = body_size(src, frame_max, least, most)
+        body = random.Random(src.uint(32)).randbytes(size)  # content of the body is filler
+        chosen = src.uint(len(props)) if props else 0
+        properties = {name: gen(src) for i, (name, gen) in enumerate(props) if chosen >> i & 1}
+        frames: list[Frame] = [ContentHeader(channel, amqp_class.index, size, properties)]
+        frames += [ContentBody(channel, body[i : i + chunk]) for i in range(0, size, chunk)]
+        return frames
+
+    return build
 
 
 def content_frames(
@@ -104,31 +174,31 @@ def content_frames(
     max_body: int | None = None,
     min_body: int = 0,
 ) -> st.SearchStrategy[list[Frame]]:
-    """A content header with any subset of the class's properties, then the body frames that
-    carry its body within ``frame_max``."""
-    amqp_class = spec.amqp_class(class_name)
-    chunk = frame_max - 8
-
-    @st.composite
-    def build(draw: st.DrawFn) -> list[Frame]:
-        chosen = (
-            draw(st.lists(st.sampled_from(amqp_class.properties), unique=True))
-            if (amqp_class.properties)
-            else []
-        )
-        properties = {
-            p.attr: draw(wire_values(p, dialect=dialect, typed=typed))
-            for p in _in_order(amqp_class.properties, chosen)
-        }
-        size = draw(body_sizes(frame_max, max_body, min_body))
-        body = draw(st.binary(min_size=size, max_size=size))
-        frames: list[Frame] = [ContentHeader(channel, amqp_class.index, size, properties)]
-        frames += [ContentBody(channel, body[i : i + chunk]) for i in range(0, size, chunk)]
-        return frames
-
-    return build()
+    """A content header and the body frames that carry its body within ``frame_max``."""
+    build = content_builder(spec, class_name, frame_max, dialect, typed, min_body, max_body)
+    return blobs().map(lambda blob: build(Source(blob), channel))
 
 
-def _in_order(every: Sequence[Field], chosen: Sequence[Field]) -> list[Field]:
-    picked = set(map(id, chosen))
-    return [f for f in every if id(f) in picked]
+def sequences_of(
+    spec: Spec,
+    methods: Sequence[Method],
+    channel: int,
+    frame_max: int,
+    *,
+    dialect: str = "rabbit",
+    prefix: str | None = None,
+    max_body: int | None = None,
+) -> st.SearchStrategy[list[Frame]]:
+    """A method of ``methods`` and, if it carries content, its header and bodies; one blob
+    feeds the arguments and then the content."""
+    builders = {m: argument_builder(m, dialect, False, prefix) for m in methods}
+
+    def build(method: Method, blob: bytes) -> list[Frame]:
+        src = Source(blob)
+        frame = MethodFrame(channel, method, builders[method](src))
+        if not method.content:
+            return [frame]
+        content = content_builder(spec, method.class_name, frame_max, dialect, False, 0, max_body)
+        return [frame, *content(src, channel)]
+
+    return st.builds(build, st.sampled_from(tuple(methods)), blobs())

@@ -3,8 +3,9 @@
 An operator is a small object: a name, what it breaks, how, and the reply-code constants the
 specification requires in answer, looked up in the loaded spec (which gives their value and
 whether the error is hard, closing the connection, or soft, closing the channel). Its
-``build`` draws the valid frames it starts from and breaks them, inside one Hypothesis draw,
-so that shrinking a failure shrinks the operator's choice and its frames together.
+``build`` reads the valid frames it starts from, and how it breaks them, from a
+:class:`~.source.Source`. The strategy draws the operator (a Hypothesis choice) and the blob
+its source reads together, so that shrinking a failure shrinks both.
 
 ``level`` says who can tell the case is malformed without a broker: ``frame`` operators are
 rejected by our own decoder with the operator's first code as the error category, ``sequence``
@@ -23,9 +24,10 @@ from amqpfuzz.spec import Method, Spec
 from amqpfuzz.spec.codec import Codec, Frame, MethodFrame
 
 from .cases import CASE_CHANNEL, Case, Reaction, WireFrame, wire_frame
-from .frames import method_frame
+from .frames import argument_builder, blobs
+from .source import Source
 
-__all__ = ["Built", "Context", "Mutation"]
+__all__ = ["Built", "Context", "Mutation", "malformed"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,18 +77,18 @@ class Context:
         return tuple(m for m in self.client_methods if m.content)
 
     def frame_of(
-        self, methods: Sequence[Method], channel: int = CASE_CHANNEL
-    ) -> st.SearchStrategy[MethodFrame]:
-        """A valid frame of one of ``methods`` (drawn together with the method)."""
-        return st.sampled_from(methods).flatmap(
-            lambda m: method_frame(m, channel, dialect=self.codec.dialect, prefix=self.prefix)
-        )
+        self, src: Source, methods: Sequence[Method], channel: int = CASE_CHANNEL
+    ) -> MethodFrame:
+        """A valid frame of one of ``methods``, read from ``src``."""
+        method = src.pick(tuple(methods))
+        build = argument_builder(method, self.codec.dialect, False, self.prefix)
+        return MethodFrame(channel, method, build(src))
 
     def wire(self, frame: Frame) -> WireFrame:
         return wire_frame(self.codec, frame)
 
 
-BuildFn = Callable[[st.DrawFn, Context], Built]
+BuildFn = Callable[[Source, Context], Built]
 
 
 @dataclass(frozen=True)
@@ -125,21 +127,25 @@ class Mutation:
     def reaction(self, spec: Spec) -> Reaction:
         return Reaction.error(spec, *self.codes_in(spec), or_reply=self.or_reply)
 
-    def cases(self, context: Context) -> st.SearchStrategy[Case]:
-        """Malformed cases made by this operator."""
-        reaction = self.reaction(context.spec)
+    def case(self, src: Source, context: Context) -> Case:
+        """One malformed case made by this operator, read from ``src``."""
+        built = self.build(src, context)
+        return Case(
+            steps=built.steps,
+            expected=self.reaction(context.spec),
+            spec_ref=built.spec_ref,
+            mutation=self.name,
+            channel=built.channel,
+            note=built.note,
+            frames=built.frames,
+        )
 
-        @st.composite
-        def draw_case(draw: st.DrawFn) -> Case:
-            built = self.build(draw, context)
-            return Case(
-                steps=built.steps,
-                expected=reaction,
-                spec_ref=built.spec_ref,
-                mutation=self.name,
-                channel=built.channel,
-                note=built.note,
-                frames=built.frames,
-            )
 
-        return draw_case()
+def malformed(operators: Sequence[Mutation], context: Context) -> st.SearchStrategy[Case]:
+    """Cases of ``operators``: the operator is a Hypothesis choice (shrinking towards the
+    first), the frames it breaks and how come from one blob drawn with it."""
+
+    def build(op: Mutation, blob: bytes) -> Case:
+        return op.case(Source(blob), context)
+
+    return st.builds(build, st.sampled_from(tuple(operators)), blobs())

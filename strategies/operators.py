@@ -1,4 +1,4 @@
-"""The mutation operators themselves: each draws valid frames and breaks them one way.
+"""The mutation operators themselves: each reads valid frames from a source and breaks them.
 
 Operators only say *which* reply-code constants answer them; values and hard/soft come from
 the loaded specification (:meth:`Mutation.reaction`). The sequence operators' codes are the
@@ -7,93 +7,84 @@ ones :data:`~amqpfuzz.spec.state.CHANNEL_TRANSITIONS` gives for the same situati
 
 from __future__ import annotations
 
-from dataclasses import replace
+import functools
 
-from hypothesis import strategies as st
-
-from amqpfuzz.spec import Field, Method, Spec
-from amqpfuzz.spec.asserts import assert_limits
+from amqpfuzz.spec import Field, Spec
+from amqpfuzz.spec.asserts import limits, violation
 from amqpfuzz.spec.codec import ContentBody, ContentHeader, Frame, MethodFrame, raw
 from amqpfuzz.spec.codec.tables import DIALECTS, MAX_DEPTH
 
-from .cases import CASE_CHANNEL, WireFrame, label_of
-from .frames import content_frames
+from .cases import CASE_CHANNEL, WireFrame
+from .frames import content_builder
 from .mutations import BuildFn, Built, Context, Mutation
+from .source import Source
 
 __all__ = ["CATALOGUE", "catalogue"]
 
-_FRAME_END = raw.FRAME_END
+_END = raw.FRAME_END
 
 
-def _base(
-    draw: st.DrawFn, ctx: Context, methods: tuple[Method, ...] | None = None
-) -> tuple[MethodFrame, WireFrame]:
-    frame = draw(ctx.frame_of(methods or ctx.channel_methods))
+@functools.cache
+def _bytes_except(excluded: frozenset[int]) -> tuple[int, ...]:
+    return tuple(b for b in range(256) if b not in excluded)
+
+
+def _not_end(src: Source) -> int:
+    return int(src.pick(_bytes_except(frozenset({_END}))))
+
+
+def _base(src: Source, ctx: Context, fields_only: bool = False) -> tuple[MethodFrame, WireFrame]:
+    methods = ctx.channel_methods
+    if fields_only:
+        methods = tuple(m for m in methods if m.fields)
+    frame = ctx.frame_of(src, methods)
     return frame, ctx.wire(frame)
-
-
-def _ref(frame: Frame) -> str:
-    return frame.name if hasattr(frame, "name") else type(frame).__name__
 
 
 # -- the frame around the payload ----------------------------------------------------------------
 
 
-def frame_end(draw: st.DrawFn, ctx: Context) -> Built:
-    frame, wire = _base(draw, ctx)
-    end = draw(st.integers(0, 255).filter(lambda b: b != _FRAME_END))
-    broken = replace(wire, end=end, label=f"{wire.label} with frame-end 0x{end:02x}")
-    return Built((broken,), _ref(frame), f"frame-end 0x{end:02x}", frames=(frame,))
+def frame_end(src: Source, ctx: Context) -> Built:
+    frame, wire = _base(src, ctx)
+    end = _not_end(src)
+    broken = wire._replace(end=end, note=f"with frame-end 0x{end:02x}")
+    return Built((broken,), frame.name, f"frame-end 0x{end:02x}", frames=(frame,))
 
 
-def size_larger(draw: st.DrawFn, ctx: Context) -> Built:
-    frame, wire = _base(draw, ctx)
-    extra = draw(st.integers(1, 16))
+def size_larger(src: Source, ctx: Context) -> Built:
+    frame, wire = _base(src, ctx)
+    extra = src.between(1, 16)
     # the broker reads ``extra`` bytes past the real end; the last is where it wants 0xCE
-    filler = draw(st.binary(min_size=extra - 1, max_size=extra - 1))
-    last = draw(st.integers(0, 255).filter(lambda b: b != _FRAME_END))
+    trailer = src.take(extra - 1) + bytes((_not_end(src),))
     size = len(wire.payload) + extra
-    broken = replace(
-        wire,
-        size=size,
-        trailer=filler + bytes((last,)),
-        label=f"{wire.label} with size {size} (+{extra})",
-    )
-    return Built((broken,), _ref(frame), f"size field {extra} larger", frames=(frame,))
+    broken = wire._replace(size=size, trailer=trailer, note=f"with size {size} (+{extra})")
+    return Built((broken,), frame.name, f"size field {extra} larger", frames=(frame,))
 
 
-def size_smaller(draw: st.DrawFn, ctx: Context) -> Built:
-    frame, wire = _base(draw, ctx)
+def size_smaller(src: Source, ctx: Context) -> Built:
+    frame, wire = _base(src, ctx)
+    payload = wire.payload
     # where the short size puts the frame end, the payload must not happen to hold 0xCE
-    cuts = [
-        k
-        for k in range(1, len(wire.payload) + 1)
-        if wire.payload[len(wire.payload) - k] != _FRAME_END
-    ]
-    cut = draw(st.sampled_from(cuts))
-    size = len(wire.payload) - cut
-    broken = replace(wire, size=size, label=f"{wire.label} with size {size} (-{cut})")
-    return Built((broken,), _ref(frame), f"size field {cut} smaller", frames=(frame,))
+    cuts = tuple(k for k in range(1, len(payload) + 1) if payload[len(payload) - k] != _END)
+    cut = int(src.pick(cuts))
+    size = len(payload) - cut
+    broken = wire._replace(size=size, note=f"with size {size} (-{cut})")
+    return Built((broken,), frame.name, f"size field {cut} smaller", frames=(frame,))
 
 
-def unknown_frame_type(draw: st.DrawFn, ctx: Context) -> Built:
-    known = {
-        ctx.codec.frame_method,
-        ctx.codec.frame_header,
-        ctx.codec.frame_body,
-        ctx.codec.frame_heartbeat,
-    }
-    frame, wire = _base(draw, ctx)
-    kind = draw(st.integers(0, 255).filter(lambda t: t not in known))
-    broken = replace(wire, frame_type=kind, label=f"{wire.label} as frame type {kind}")
-    return Built((broken,), _ref(frame), f"frame type {kind}", frames=(frame,))
+def unknown_frame_type(src: Source, ctx: Context) -> Built:
+    codec = ctx.codec
+    known = {codec.frame_method, codec.frame_header, codec.frame_body, codec.frame_heartbeat}
+    frame, wire = _base(src, ctx)
+    kind = int(src.pick(_bytes_except(frozenset(known))))
+    broken = wire._replace(frame_type=kind, note=f"as frame type {kind}")
+    return Built((broken,), frame.name, f"frame type {kind}", frames=(frame,))
 
 
-def above_frame_max(draw: st.DrawFn, ctx: Context) -> Built:
-    publish = draw(ctx.frame_of(ctx.content_methods))
-    chunk = ctx.frame_max - 8
-    over = draw(st.integers(1, 64))
-    body = b"\x00" * (chunk + over)
+def above_frame_max(src: Source, ctx: Context) -> Built:
+    publish = ctx.frame_of(src, ctx.content_methods)
+    over = src.between(1, 64)
+    body = bytes(ctx.frame_max - 8 + over)
     header = ContentHeader(CASE_CHANNEL, publish.method.class_index, len(body), {})
     big = WireFrame(
         ctx.codec.frame_body,
@@ -102,20 +93,18 @@ def above_frame_max(draw: st.DrawFn, ctx: Context) -> Built:
         f"body(ch=N, {len(body)} bytes: a frame of {len(body) + 8} > frame-max {ctx.frame_max})",
     )
     steps = (ctx.wire(publish), ctx.wire(header), big)
-    return Built(
-        steps, _ref(publish), f"body frame {over} bytes above frame-max", frames=(publish, header)
-    )
+    note = f"body frame {over} bytes above frame-max"
+    return Built(steps, publish.name, note, frames=(publish, header))
 
 
-def heartbeat_payload(draw: st.DrawFn, ctx: Context) -> Built:
-    payload = draw(st.binary(min_size=1, max_size=16))
-    step = WireFrame(
-        ctx.codec.frame_heartbeat, 0, payload, f"heartbeat() with a {len(payload)}-byte payload"
-    )
+def heartbeat_payload(src: Source, ctx: Context) -> Built:
+    payload = src.take(src.between(1, 16))
+    label = f"heartbeat() with a {len(payload)}-byte payload"
+    step = WireFrame(ctx.codec.frame_heartbeat, 0, payload, note=label)
     return Built((step,), "heartbeat", "heartbeat with payload", channel="none")
 
 
-def heartbeat_channel(draw: st.DrawFn, ctx: Context) -> Built:
+def heartbeat_channel(src: Source, ctx: Context) -> Built:
     step = WireFrame(ctx.codec.frame_heartbeat, CASE_CHANNEL, b"", "heartbeat(ch=N)")
     return Built((step,), "heartbeat", "heartbeat on a channel")
 
@@ -123,325 +112,302 @@ def heartbeat_channel(draw: st.DrawFn, ctx: Context) -> Built:
 # -- the method payload ----------------------------------------------------------------------------
 
 
-def _with_fields(ctx: Context) -> tuple[Method, ...]:
-    return tuple(m for m in ctx.channel_methods if m.fields)
+def truncated(src: Source, ctx: Context) -> Built:
+    frame, wire = _base(src, ctx, fields_only=True)
+    keep = src.between(4, len(wire.payload) - 1)
+    note = f"cut to {keep} of {len(wire.payload)} payload bytes"
+    broken = wire._replace(payload=wire.payload[:keep], note=note)
+    return Built((broken,), frame.name, f"arguments cut after {keep - 4} bytes", frames=(frame,))
 
 
-def truncated(draw: st.DrawFn, ctx: Context) -> Built:
-    frame, wire = _base(draw, ctx, _with_fields(ctx))
-    keep = draw(st.integers(4, len(wire.payload) - 1))
-    broken = replace(
-        wire,
-        payload=wire.payload[:keep],
-        label=f"{wire.label} cut to {keep} of {len(wire.payload)} payload bytes",
-    )
-    return Built((broken,), _ref(frame), f"arguments cut after {keep - 4} bytes", frames=(frame,))
+def trailing(src: Source, ctx: Context) -> Built:
+    frame, wire = _base(src, ctx)
+    extra = src.take(src.between(1, 16))
+    broken = wire._replace(payload=wire.payload + extra, note=f"+ {extra!r}")
+    return Built((broken,), frame.name, f"{len(extra)} bytes after the arguments", frames=(frame,))
 
 
-def trailing(draw: st.DrawFn, ctx: Context) -> Built:
-    frame, wire = _base(draw, ctx)
-    extra = draw(st.binary(min_size=1, max_size=16))
-    broken = replace(wire, payload=wire.payload + extra, label=f"{wire.label} + {extra!r}")
-    return Built((broken,), _ref(frame), f"{len(extra)} bytes after the arguments", frames=(frame,))
-
-
-def unknown_class(draw: st.DrawFn, ctx: Context) -> Built:
+def unknown_class(src: Source, ctx: Context) -> Built:
     known = {c.index for c in ctx.spec.classes}
-    class_id = draw(st.integers(0, 0xFFFF).filter(lambda c: c not in known))
-    method_id = draw(st.integers(0, 0xFFFF))
-    args = draw(st.binary(max_size=16))
-    step = WireFrame(
-        ctx.codec.frame_method,
-        CASE_CHANNEL,
-        raw.method_payload(class_id, method_id, args),
-        f"method {class_id}/{method_id} (no such class) + {args!r}",
-    )
+    class_id = src.between(0, 0xFFFF)
+    while class_id in known:
+        class_id = (class_id + 1) & 0xFFFF
+    method_id = src.between(0, 0xFFFF)
+    args = src.take(src.below(17))
+    label = f"method {class_id}/{method_id} (no such class) + {args!r}"
+    payload = raw.method_payload(class_id, method_id, args)
+    step = WireFrame(ctx.codec.frame_method, CASE_CHANNEL, payload, note=label)
     return Built((step,), f"class {class_id}", "unknown class id")
 
 
-def unknown_method(draw: st.DrawFn, ctx: Context) -> Built:
-    amqp_class = draw(
-        st.sampled_from(
-            [c for c in ctx.spec.classes if c.handler == "channel" and c.name != "channel"]
-        )
-    )
+def unknown_method(src: Source, ctx: Context) -> Built:
+    classes = tuple(c for c in ctx.spec.classes if c.handler == "channel" and c.name != "channel")
+    amqp_class = src.pick(classes)
     known = {m.index for m in amqp_class.methods}
-    method_id = draw(st.integers(0, 0xFFFF).filter(lambda m: m not in known))
-    step = WireFrame(
-        ctx.codec.frame_method,
-        CASE_CHANNEL,
-        raw.method_payload(amqp_class.index, method_id),
-        f"method {amqp_class.name}/{method_id} (no such method)",
-    )
+    method_id = src.between(0, 0xFFFF)
+    while method_id in known:
+        method_id = (method_id + 1) & 0xFFFF
+    label = f"method {amqp_class.name}/{method_id} (no such method)"
+    payload = raw.method_payload(amqp_class.index, method_id)
+    step = WireFrame(ctx.codec.frame_method, CASE_CHANNEL, payload, note=label)
     return Built((step,), f"{amqp_class.name}.?", "unknown method id")
 
 
 def _pick_field(
-    draw: st.DrawFn, ctx: Context, wanted: set[str], require_asserts: bool = False
+    src: Source, ctx: Context, wanted: frozenset[str], with_asserts: bool = False
 ) -> tuple[MethodFrame, int, Field]:
-    candidates = [
+    candidates = tuple(
         (m, i)
         for m in ctx.channel_methods
         for i, f in enumerate(m.fields)
-        if f.type in wanted and not f.reserved and (f.asserts or not require_asserts)
-    ]
-    method, index = draw(st.sampled_from(candidates))
-    frame = draw(ctx.frame_of((method,)))
+        if f.type in wanted and not f.reserved and (f.asserts or not with_asserts)
+    )
+    method, index = src.pick(candidates)
+    frame = ctx.frame_of(src, (method,))
     return frame, index, method.fields[index]
 
 
 def _payload_with(ctx: Context, frame: MethodFrame, index: int, data: bytes) -> bytes:
-    method = frame.method
     values: list[object] = list(frame.values)
     values[index] = raw.Raw(data)
-    return raw.method_payload(
-        method.class_index, method.index, raw.arguments(method, values, ctx.codec.dialect)
-    )
+    args = raw.arguments(frame.method, values, ctx.codec.dialect)
+    return raw.method_payload(frame.method.class_index, frame.method.index, args)
 
 
 def _field_step(ctx: Context, frame: MethodFrame, index: int, data: bytes, what: str) -> WireFrame:
-    return WireFrame(
-        ctx.codec.frame_method,
-        CASE_CHANNEL,
-        _payload_with(ctx, frame, index, data),
-        f"{label_of(frame)} with {what}",
-    )
+    payload = _payload_with(ctx, frame, index, data)
+    return WireFrame(ctx.codec.frame_method, CASE_CHANNEL, payload, f"with {what}", source=frame)
 
 
-def assert_violation(draw: st.DrawFn, ctx: Context) -> Built:
-    frame, index, fld = _pick_field(
-        draw,
-        ctx,
-        {"shortstr", "longstr", "short", "octet", "long", "longlong"},
-        require_asserts=True,
+_SCALARS = frozenset({"shortstr", "longstr", "short", "octet", "long", "longlong"})
+_STRINGS = frozenset({"shortstr", "longstr"})
+_TABLES = frozenset({"table"})
+
+
+def _violations(src: Source, fld: Field) -> list[tuple[str, object]]:
+    """The ways a value of ``fld`` can break its asserts (what, value)."""
+    found = limits(fld.asserts)
+    text = fld.type.endswith("str")
+    options: list[tuple[str, object]] = []
+    if found.notnull:
+        options.append(("notnull", "" if text else 0))
+    if found.null:
+        options.append(("null", "x" if fld.type == "shortstr" else b"x" if text else 1))
+    if found.max_length is not None and fld.type == "shortstr" and found.max_length < 255:
+        options.append((f"length {found.max_length}", "a" * src.between(found.max_length + 1, 255)))
+    if found.pattern is not None and fld.type == "shortstr":
+        options.append((f"regexp {found.pattern}", src.pick(("a b", "a\\b", "é", "a*", "#", "q!"))))
+    for value in sorted(found.forbidden):
+        options.append((f"ne {value}", value))
+    if found.choices is not None:
+        options.append((f"enum of {found.choices}", src.between(found.choices, 255)))
+    return [(what, value) for what, value in options if violation(fld.asserts, value)]
+
+
+@functools.cache
+def _violable(fld: Field) -> bool:
+    return bool(_violations(Source(b""), fld))
+
+
+def assert_violation(src: Source, ctx: Context) -> Built:
+    candidates = tuple(
+        (m, i)
+        for m in ctx.channel_methods
+        for i, f in enumerate(m.fields)
+        if f.type in _SCALARS and not f.reserved and f.asserts and _violable(f)
     )
-    notnull, max_length, pattern = assert_limits(fld.asserts)
-    options = []
-    if notnull:
-        options.append(("notnull", "" if fld.type.endswith("str") else 0))
-    if max_length is not None and fld.type == "shortstr" and max_length < 255:
-        options.append((f"length {max_length}", "a" * draw(st.integers(max_length + 1, 255))))
-    if pattern is not None and fld.type == "shortstr":
-        options.append((f"regexp {pattern}", draw(st.sampled_from(["a b", "a/b", "é", "a*", "#"]))))
-    what, value = draw(st.sampled_from(options))
+    method, index = src.pick(candidates)
+    frame = ctx.frame_of(src, (method,))
+    fld = method.fields[index]
+    what, value = src.pick(tuple(_violations(src, fld)))
     values = list(frame.values)
     values[index] = value
-    broken = replace(frame, values=tuple(values))
-    step = ctx.wire(broken)
-    step = replace(step, label=f"{step.label} ({fld.name} breaks {what})")
-    return Built(
-        (step,), f"{_ref(frame)}/{fld.name}", f"{fld.name} breaks {what}", frames=(broken,)
-    )
+    broken = MethodFrame(frame.channel, frame.method, tuple(values))
+    step = ctx.wire(broken)._replace(note=f"({fld.name} breaks {what})")
+    ref = f"{frame.name}/{fld.name}"
+    return Built((step,), ref, f"{fld.name} breaks {what}", frames=(broken,))
 
 
-def string_overrun(draw: st.DrawFn, ctx: Context) -> Built:
-    frame, index, fld = _pick_field(draw, ctx, {"shortstr", "longstr"})
+def string_overrun(src: Source, ctx: Context) -> Built:
+    frame, index, fld = _pick_field(src, ctx, _STRINGS)
     value = frame.values[index]
     data = value.encode("utf-8") if isinstance(value, str) else bytes(value)
     rest = len(_payload_with(ctx, frame, index, b"")) - 4  # bytes the other fields take
-    width = 1 if fld.type == "shortstr" else 4
+    top = 255 if fld.type == "shortstr" else 2**32 - 1
     least = len(data) + rest + 1  # enough to run past the payload's end
-    top = 255 if width == 1 else 2**32 - 1
-    if least > top:  # a short string cannot lie that far: make it a lie about a longer string
-        data, least = b"", rest + 1
-    length = draw(st.integers(min(least, top), min(least + 64, top)))
-    prefix = raw.octet(length) if width == 1 else raw.long(length)
-    step = _field_step(
-        ctx, frame, index, prefix + data, f"{fld.name} length prefix {length} for {len(data)} bytes"
-    )
-    return Built(
-        (step,),
-        f"{_ref(frame)}/{fld.name}",
-        f"{fld.name} length {length} overruns the frame",
-        frames=(frame,),
-    )
-
-
-def bad_utf8(draw: st.DrawFn, ctx: Context) -> Built:
-    frame, index, fld = _pick_field(draw, ctx, {"shortstr"})
-    junk = draw(
-        st.sampled_from(
-            [
-                b"\xff",
-                b"\xc3(",
-                b"\xe2\x28\xa1",
-                b"\xed\xa0\x80",
-                b"\xf8\x88\x80\x80\x80",
-                b"a\x80b",
-            ]
+    if least > top:
+        # a short string cannot lie that far: the frame ends inside it instead
+        values: list[object] = list(frame.values[:index])
+        data = data[: src.below(len(data) + 1)]
+        length = src.between(len(data) + 1, top)
+        values.append(raw.Raw(raw.octet(length) + data))
+        args = raw.arguments(frame.method, values, ctx.codec.dialect)
+        payload = raw.method_payload(frame.method.class_index, frame.method.index, args)
+        what = f"the frame ending inside {fld.name}, of declared length {length}"
+        step = WireFrame(
+            ctx.codec.frame_method, CASE_CHANNEL, payload, f"with {what}", source=frame
         )
-    )
+        return Built((step,), f"{frame.name}/{fld.name}", what, frames=(frame,))
+    length = src.between(least, min(least + 64, top))
+    prefix = raw.octet(length) if fld.type == "shortstr" else raw.long(length)
+    what = f"{fld.name} length prefix {length} for {len(data)} bytes"
+    step = _field_step(ctx, frame, index, prefix + data, what)
+    note = f"{fld.name} length {length} overruns the frame"
+    return Built((step,), f"{frame.name}/{fld.name}", note, frames=(frame,))
+
+
+_NOT_UTF8 = (
+    b"\xff",
+    b"\xc3(",
+    b"\xe2\x28\xa1",
+    b"\xed\xa0\x80",
+    b"\xf8\x88\x80\x80\x80",
+    b"a\x80b",
+)
+
+
+def bad_utf8(src: Source, ctx: Context) -> Built:
+    frame, index, fld = _pick_field(src, ctx, frozenset({"shortstr"}))
+    junk = src.pick(_NOT_UTF8)
     step = _field_step(ctx, frame, index, raw.shortstr(junk), f"{fld.name} = {junk!r} (not UTF-8)")
-    return Built((step,), f"{_ref(frame)}/{fld.name}", f"{fld.name} is not UTF-8", frames=(frame,))
+    return Built((step,), f"{frame.name}/{fld.name}", f"{fld.name} is not UTF-8", frames=(frame,))
 
 
-def _table_field(draw: st.DrawFn, ctx: Context) -> tuple[MethodFrame, int, Field]:
-    return _pick_field(draw, ctx, {"table"})
+def bad_table_type(src: Source, ctx: Context) -> Built:
+    frame, index, fld = _pick_field(src, ctx, _TABLES)
+    known = frozenset(ord(c) for c in DIALECTS[ctx.codec.dialect])
+    code = bytes((src.pick(_bytes_except(known)),))
+    table = raw.table([raw.TableEntry(b"key", code, src.take(src.below(9)))])
+    step = _field_step(ctx, frame, index, table, f"{fld.name} entry of type code {code!r}")
+    note = f"table type code {code!r}"
+    return Built((step,), f"{frame.name}/{fld.name}", note, frames=(frame,))
 
 
-def bad_table_type(draw: st.DrawFn, ctx: Context) -> Built:
-    frame, index, fld = _table_field(draw, ctx)
-    known = {ord(c) for c in DIALECTS[ctx.codec.dialect]}
-    code = draw(st.integers(0, 255).filter(lambda c: c not in known))
-    payload = draw(st.binary(max_size=8))
-    table = raw.table([raw.TableEntry(b"key", bytes((code,)), payload)])
-    step = _field_step(
-        ctx, frame, index, table, f"{fld.name} entry of type code {bytes((code,))!r}"
-    )
-    return Built(
-        (step,), f"{_ref(frame)}/{fld.name}", f"table type code {bytes((code,))!r}", frames=(frame,)
-    )
-
-
-def table_overrun(draw: st.DrawFn, ctx: Context) -> Built:
-    frame, index, fld = _table_field(draw, ctx)
+def table_overrun(src: Source, ctx: Context) -> Built:
+    frame, index, fld = _pick_field(src, ctx, _TABLES)
     rest = len(_payload_with(ctx, frame, index, b"")) - 4
-    length = draw(st.integers(rest + 1, rest + 4096))
-    step = _field_step(
-        ctx, frame, index, raw.long(length), f"{fld.name} length prefix {length}, no entries"
-    )
-    return Built(
-        (step,),
-        f"{_ref(frame)}/{fld.name}",
-        f"table length {length} overruns the frame",
-        frames=(frame,),
-    )
+    length = src.between(rest + 1, rest + 4096)
+    what = f"{fld.name} length prefix {length}, no entries"
+    step = _field_step(ctx, frame, index, raw.long(length), what)
+    note = f"table length {length} overruns the frame"
+    return Built((step,), f"{frame.name}/{fld.name}", note, frames=(frame,))
 
 
-def deep_table(draw: st.DrawFn, ctx: Context) -> Built:
-    frame, index, fld = _table_field(draw, ctx)
-    depth = draw(st.integers(MAX_DEPTH + 1, MAX_DEPTH + 64))
+def deep_table(src: Source, ctx: Context) -> Built:
+    frame, index, fld = _pick_field(src, ctx, _TABLES)
+    depth = src.between(MAX_DEPTH + 1, MAX_DEPTH + 64)
     table_code = next(c for c, k in DIALECTS[ctx.codec.dialect].items() if k == "table").encode()
     inner = raw.table([])
     for _ in range(depth):
         inner = raw.table([raw.TableEntry(b"t", table_code, inner)])
     step = _field_step(ctx, frame, index, inner, f"{fld.name} nested {depth} tables deep")
-    return Built(
-        (step,), f"{_ref(frame)}/{fld.name}", f"tables nested {depth} deep", frames=(frame,)
-    )
+    note = f"tables nested {depth} deep"
+    return Built((step,), f"{frame.name}/{fld.name}", note, frames=(frame,))
 
 
 # -- content ---------------------------------------------------------------------------------------
 
 
-def _content(draw: st.DrawFn, ctx: Context, min_body: int = 0) -> tuple[MethodFrame, list[Frame]]:
-    """A content method and its header and bodies (a body of at least ``min_body`` bytes)."""
-    publish = draw(ctx.frame_of(ctx.content_methods))
-    content = content_frames(
-        ctx.spec,
-        publish.method.class_name,
-        CASE_CHANNEL,
-        ctx.frame_max,
-        dialect=ctx.codec.dialect,
-        min_body=min_body,
+def _content(src: Source, ctx: Context, least: int = 0) -> tuple[MethodFrame, list[Frame]]:
+    """A content method and its header and bodies (a body of at least ``least`` bytes)."""
+    publish = ctx.frame_of(src, ctx.content_methods)
+    build = content_builder(
+        ctx.spec, publish.method.class_name, ctx.frame_max, ctx.codec.dialect, False, least
     )
-    return publish, draw(content)
+    return publish, build(src, CASE_CHANNEL)
 
 
-def header_alone(draw: st.DrawFn, ctx: Context) -> Built:
-    _, frames = _content(draw, ctx)
+def _sequence(ctx: Context, frames: list[Frame]) -> tuple[WireFrame, ...]:
+    return tuple(ctx.wire(f) for f in frames)
+
+
+def header_alone(src: Source, ctx: Context) -> Built:
+    _, frames = _content(src, ctx)
     return Built(
-        tuple(ctx.wire(f) for f in frames[:1]),
+        _sequence(ctx, frames[:1]),
         "content",
         "content header with no method",
         frames=tuple(frames[:1]),
     )
 
 
-def body_alone(draw: st.DrawFn, ctx: Context) -> Built:
-    body = ContentBody(CASE_CHANNEL, draw(st.binary(min_size=1, max_size=64)))
+def body_alone(src: Source, ctx: Context) -> Built:
+    body = ContentBody(CASE_CHANNEL, src.take(src.between(1, 64)))
     return Built((ctx.wire(body),), "content", "body with no header", frames=(body,))
 
 
-def body_too_long(draw: st.DrawFn, ctx: Context) -> Built:
-    publish, frames = _content(draw, ctx)
-    extra = ContentBody(CASE_CHANNEL, draw(st.binary(min_size=1, max_size=32)))
+def body_too_long(src: Source, ctx: Context) -> Built:
+    publish, frames = _content(src, ctx)
+    extra = ContentBody(CASE_CHANNEL, src.take(src.between(1, 32)))
     sequence = [publish, *frames, extra]
-    return Built(
-        tuple(ctx.wire(f) for f in sequence),
-        _ref(publish),
-        f"{len(extra.payload)} body bytes more than declared",
-        frames=tuple(sequence),
-    )
+    note = f"{len(extra.payload)} body bytes more than declared"
+    return Built(_sequence(ctx, sequence), publish.name, note, frames=tuple(sequence))
 
 
-def method_in_content(draw: st.DrawFn, ctx: Context) -> Built:
-    publish, frames = _content(draw, ctx, min_body=1)
-    intruder = draw(ctx.frame_of(ctx.channel_methods))
-    cut = draw(st.integers(1, len(frames) - 1))  # after the header, before the last body
+def method_in_content(src: Source, ctx: Context) -> Built:
+    publish, frames = _content(src, ctx, least=1)
+    intruder = ctx.frame_of(src, ctx.channel_methods)
+    cut = src.between(1, len(frames) - 1)  # after the header, before the last body
     sequence = [publish, *frames[:cut], intruder, *frames[cut:]]
-    return Built(
-        tuple(ctx.wire(f) for f in sequence),
-        _ref(publish),
-        f"{intruder.name} inside the content",
-        frames=tuple(sequence),
-    )
+    note = f"{intruder.name} inside the content"
+    return Built(_sequence(ctx, sequence), publish.name, note, frames=tuple(sequence))
 
 
-def header_class(draw: st.DrawFn, ctx: Context) -> Built:
-    publish, frames = _content(draw, ctx)
+def header_class(src: Source, ctx: Context) -> Built:
+    publish, frames = _content(src, ctx)
     header = frames[0]
     assert isinstance(header, ContentHeader)
-    other = draw(st.integers(0, 0xFFFF).filter(lambda c: c != header.class_id))
+    other = src.between(0, 0xFFFF)
+    if other == header.class_id:
+        other ^= 1
     wire = ctx.wire(header)
-    payload = raw.short(other) + wire.payload[2:]
-    broken = replace(wire, payload=payload, label=f"{wire.label} with class {other}")
-    steps = (ctx.wire(publish), broken, *(ctx.wire(f) for f in frames[1:]))
-    return Built(
-        steps,
-        _ref(publish),
-        f"header class {other} after {publish.method.class_name}",
-        frames=(publish,),
-    )
+    broken = wire._replace(payload=raw.short(other) + wire.payload[2:], note=f"with class {other}")
+    steps = (ctx.wire(publish), broken, *_sequence(ctx, frames[1:]))
+    note = f"header class {other} after {publish.method.class_name}"
+    return Built(steps, publish.name, note, frames=(publish,))
 
 
-def property_flags(draw: st.DrawFn, ctx: Context) -> Built:
-    publish, frames = _content(draw, ctx)
+def property_flags(src: Source, ctx: Context) -> Built:
+    publish, frames = _content(src, ctx)
     header = frames[0]
     assert isinstance(header, ContentHeader)
     count = len(ctx.spec.amqp_class(publish.method.class_name).properties)
-    spare = [15 - i for i in range(count, 15)] if count < 15 else []
-    bits = draw(st.lists(st.sampled_from(spare), min_size=1, unique=True))
-    flags = sum(1 << b for b in bits)
+    spare = [15 - i for i in range(count, 15)] or [0]
+    flags = sum(1 << b for i, b in enumerate(spare) if i == 0 or src.byte() & 1)
     payload = raw.content_header(header.class_id, header.body_size, flags)
-    step = WireFrame(
-        ctx.codec.frame_header,
-        CASE_CHANNEL,
-        payload,
-        f"header(ch=N, class={header.class_id}, size={header.body_size}) with flags 0x{flags:04x}",
+    label = (
+        f"header(ch=N, class={header.class_id}, size={header.body_size}) with flags 0x{flags:04x}"
     )
+    step = WireFrame(ctx.codec.frame_header, CASE_CHANNEL, payload, note=label)
     return Built(
-        (ctx.wire(publish), step), _ref(publish), f"property flags 0x{flags:04x}", frames=(publish,)
+        (ctx.wire(publish), step), publish.name, f"property flags 0x{flags:04x}", frames=(publish,)
     )
 
 
 # -- channels and order ----------------------------------------------------------------------------
 
 
-def closed_channel(draw: st.DrawFn, ctx: Context) -> Built:
-    frame = draw(ctx.frame_of(ctx.channel_methods))
+def closed_channel(src: Source, ctx: Context) -> Built:
+    frame = ctx.frame_of(src, ctx.channel_methods)
     return Built(
         (ctx.wire(frame),),
-        _ref(frame),
+        frame.name,
         "on a channel that is not open",
         channel="closed",
         frames=(frame,),
     )
 
 
-def before_open(draw: st.DrawFn, ctx: Context) -> Built:
-    first = draw(ctx.frame_of(ctx.channel_methods))
+def before_open(src: Source, ctx: Context) -> Built:
+    first = ctx.frame_of(src, ctx.channel_methods)
     opener = ctx.codec.method("channel.open", CASE_CHANNEL)
+    note = f"{first.name} before channel.open"
     return Built(
-        (ctx.wire(first), ctx.wire(opener)),
-        _ref(first),
-        f"{first.name} before channel.open",
-        channel="closed",
-        frames=(first, opener),
+        _sequence(ctx, [first, opener]), first.name, note, channel="closed", frames=(first, opener)
     )
 
 
-def reopen(draw: st.DrawFn, ctx: Context) -> Built:
+def reopen(src: Source, ctx: Context) -> Built:
     opener = ctx.codec.method("channel.open", CASE_CHANNEL)
     return Built(
         (ctx.wire(opener),),
@@ -451,16 +417,16 @@ def reopen(draw: st.DrawFn, ctx: Context) -> Built:
     )
 
 
-def connection_on_channel(draw: st.DrawFn, ctx: Context) -> Built:
-    frame = draw(ctx.frame_of(ctx.connection_methods))
-    return Built((ctx.wire(frame),), _ref(frame), "connection method on a channel", frames=(frame,))
+def connection_on_channel(src: Source, ctx: Context) -> Built:
+    frame = ctx.frame_of(src, ctx.connection_methods)
+    return Built((ctx.wire(frame),), frame.name, "connection method on a channel", frames=(frame,))
 
 
-def channel_zero(draw: st.DrawFn, ctx: Context) -> Built:
-    frame = draw(ctx.frame_of(ctx.channel_methods, channel=0))
+def channel_zero(src: Source, ctx: Context) -> Built:
+    frame = ctx.frame_of(src, ctx.channel_methods, channel=0)
     return Built(
         (ctx.wire(frame),),
-        _ref(frame),
+        frame.name,
         "channel method on channel 0",
         channel="none",
         frames=(frame,),
@@ -624,7 +590,7 @@ CATALOGUE: tuple[Mutation, ...] = (
         "content header",
         "gives the header another class than its method",
         ("frame-error",),
-        "frame",
+        "sequence",
         header_class,
     ),
     _op(

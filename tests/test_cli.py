@@ -99,3 +99,17 @@ def test_console_script_is_installed_and_fails_cleanly(tmp_path: Path) -> None:
     assert done.stderr.startswith(f"amqpfuzz: error: {bad}:")
     assert "duplicate method index 10 in class 'basic'" in done.stderr
     assert "Traceback" not in done.stderr and done.stdout == ""
+
+
+def test_mutations_lists_the_catalogue_with_reactions_from_the_spec() -> None:
+    from amqpfuzz.strategies import mutations
+
+    code, out, _ = _run("mutations", "--json")
+    assert code == 0
+    listed = json.loads(out)["operators"]
+    assert [row["name"] for row in listed] == [op.name for op in mutations("0-9-1")]
+    frame_end = next(row for row in listed if row["name"] == "frame-end")
+    assert frame_end["reaction"] == "connection-close"
+    assert frame_end["codes"] == [{"name": "frame-error", "value": 501}]
+    code, out, _ = _run("mutations", "--protocol", "0-8")
+    assert code == 0 and "frame-end" in out and "header-alone" not in out

@@ -1,0 +1,119 @@
+"""Mutation operators: each breaks frames the way it says, and the reaction comes from the spec."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import HealthCheck, Phase, find, given, settings
+
+from amqpfuzz import strategies as afs
+from amqpfuzz.spec import FAMILY, RemoteProtocolError, load
+from amqpfuzz.spec.codec import Frame, Heartbeat, codec_for
+from amqpfuzz.spec.state import SequenceChecker
+from amqpfuzz.strategies import CASE_CHANNEL, Case
+
+FRAME_MAX = 4096
+CHANNEL = 7
+SETTINGS = settings(
+    max_examples=80, deadline=None, database=None, suppress_health_check=list(HealthCheck)
+)
+FIND = settings(
+    max_examples=2000,
+    deadline=None,
+    database=None,
+    phases=[Phase.generate],
+    suppress_health_check=list(HealthCheck),
+)
+OPERATORS = [(p, op.name) for p in FAMILY for op in afs.mutations(p)]
+
+
+def _judge(protocol: str, case: Case) -> str:
+    """The error category our decoder or, past it, the sequence checker gives the case."""
+    spec = load(protocol)
+    codec = codec_for(protocol)
+    reader = codec.reader(frame_max=FRAME_MAX, check_asserts=True)
+    reader.feed(codec.encode(Heartbeat()))  # the stream has started: no protocol header next
+    channel = CHANNEL if case.channel != "none" else 1
+    try:
+        frames: list[Frame] = reader.feed(case.render(channel))
+    except RemoteProtocolError as error:
+        return f"decoder:{error.category}"
+    assert reader.pending == 0, f"{case!r} left {reader.pending} bytes unread"
+    open_channels = (CHANNEL,) if case.channel == "open" else (1,) if case.channel == "none" else ()
+    verdict = SequenceChecker(spec, open_channels).first_error(frames)
+    assert verdict is not None, f"nothing wrong with {case!r}"
+    return f"checker:{verdict.code}"
+
+
+@pytest.mark.parametrize(("protocol", "name"), OPERATORS, ids=[f"{p}:{n}" for p, n in OPERATORS])
+def test_every_malformed_case_is_refused_as_its_operator_says(protocol: str, name: str) -> None:
+    op = next(o for o in afs.mutations(protocol) if o.name == name)
+    expected = op.codes_in(load(protocol))[0]
+
+    @SETTINGS
+    @given(afs.malformed_cases([name], protocol=protocol, frame_max=FRAME_MAX))
+    def check(case: Case) -> None:
+        assert case.mutation == name
+        judged = _judge(protocol, case)
+        if op.level == "frame":
+            assert judged == f"decoder:{expected}", case
+        else:
+            assert judged in (f"decoder:{expected}", f"checker:{expected}"), case
+
+    check()
+
+
+def test_the_catalogue() -> None:
+    spec = load("0-9-1")
+    ops = afs.mutations("0-9-1")
+    assert len(ops) >= 20
+    assert len({op.name for op in ops}) == len(ops)
+    for op in ops:
+        assert op.description and op.breaks and op.level in ("frame", "sequence")
+        reaction = op.reaction(spec)
+        first = spec.constant(op.codes_in(spec)[0])
+        assert reaction.codes[0] is first
+        # hard or soft comes from the constant's class in the XML, not from the operator
+        assert (reaction.outcome == "connection-close") == first.is_hard_error
+        assert reaction.code == first.value
+
+
+def test_reactions_come_from_the_spec_model() -> None:
+    spec = load("0-9-1")
+    reopen = next(op for op in afs.mutations() if op.name == "channel-reopen")
+    assert spec.rule("channel.open/state").on_failure == reopen.codes_in(spec)[0] == "channel-error"
+    frame_end = next(op for op in afs.mutations() if op.name == "frame-end")
+    assert str(frame_end.reaction(spec)) == "connection-close 501 frame-error"
+    # 0-8 has no unexpected-frame constant: the operators that need it do not apply there
+    names_08 = {op.name for op in afs.mutations("0-8")}
+    assert "header-alone" not in names_08 and "frame-end" in names_08
+
+
+@pytest.mark.parametrize("name", [op.name for op in afs.mutations()])
+def test_every_operator_is_reachable_in_a_mixed_campaign(name: str) -> None:
+    case = find(
+        afs.malformed_cases(frame_max=FRAME_MAX), lambda c: c.mutation == name, settings=FIND
+    )
+    assert case.mutation == name
+
+
+@SETTINGS
+@given(afs.malformed_cases(frame_max=FRAME_MAX, prefix="af-x-"))
+def test_cases_read_well_and_keep_their_bytes(case: Case) -> None:
+    text = repr(case)
+    assert case.mutation is not None and case.mutation in text
+    assert "expect " in text and "ch=-1" not in text
+    assert case.render(5) == case.render(5)
+    if any(step.channel == CASE_CHANNEL for step in case.steps):
+        assert case.render(5) != case.render(6)
+
+
+def test_a_case_repr_names_method_arguments_and_mutation() -> None:
+    case = find(
+        afs.malformed_cases(["frame-end"], frame_max=FRAME_MAX),
+        lambda c: "basic.publish" in repr(c),
+        settings=FIND,
+    )
+    text = repr(case)
+    assert text.startswith("frame-end [basic.publish]")
+    assert "basic.publish(ch=N, exchange=" in text and "with frame-end 0x" in text
+    assert text.endswith("expect connection-close 501 frame-error")
