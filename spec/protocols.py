@@ -84,24 +84,29 @@ def _known(protocol: str) -> Protocol:
         raise ValueError(f"unknown protocol {protocol!r}; known: {known}") from None
 
 
-@functools.cache
 def load(protocol: str = DEFAULT_PROTOCOL) -> Spec:
     """The model of a 0-8/0-9/0-9-1 family protocol, loaded once per process."""
-    entry = _known(protocol)
     if protocol not in FAMILY:
+        _known(protocol)
         raise ValueError(f"protocol {protocol!r} is not of the 0-8/0-9/0-9-1 family")
-    return load_family_file(entry.paths[0], protocol)
+    spec = load_any(protocol)
+    assert isinstance(spec, Spec)
+    return spec
 
 
-@functools.cache
 def load_any(protocol: str = DEFAULT_PROTOCOL) -> AnySpec:
-    """The model of any known protocol."""
+    """The model of any known protocol, loaded once per process."""
+    return _load(protocol)
+
+
+@functools.cache  # called with one positional argument only, so one entry per protocol
+def _load(protocol: str) -> AnySpec:
     entry = _known(protocol)
     if protocol == "0-10":
         return load_0_10(entry.paths[0])
     if protocol == "1.0":
         return load_1_0(entry.paths)
-    return load(protocol)
+    return load_family_file(entry.paths[0], protocol)
 
 
 def load_file(path: Path | str) -> AnySpec:

@@ -4,8 +4,8 @@ An operator is a small object: a name, what it breaks, how, and the reply-code c
 specification requires in answer, looked up in the loaded spec (which gives their value and
 whether the error is hard, closing the connection, or soft, closing the channel). Its
 ``build`` reads the valid frames it starts from, and how it breaks them, from a
-:class:`~.source.Source`. The strategy draws the operator (a Hypothesis choice) and the blob
-its source reads together, so that shrinking a failure shrinks both.
+:class:`~.source.Source`. The strategy reads the operator from the same drawn blob, so that
+shrinking a failure shrinks the operator's choice and its frames together.
 
 ``level`` says who can tell the case is malformed without a broker: ``frame`` operators are
 rejected by our own decoder with the operator's first code as the error category, ``sequence``
@@ -14,6 +14,7 @@ operators are flagged by :class:`~amqpfuzz.spec.state.SequenceChecker`.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -125,7 +126,7 @@ class Mutation:
         return self.codes
 
     def reaction(self, spec: Spec) -> Reaction:
-        return Reaction.error(spec, *self.codes_in(spec), or_reply=self.or_reply)
+        return _reaction(self, spec)
 
     def case(self, src: Source, context: Context) -> Case:
         """One malformed case made by this operator, read from ``src``."""
@@ -141,11 +142,19 @@ class Mutation:
         )
 
 
+@functools.lru_cache(maxsize=512)
+def _reaction(op: Mutation, spec: Spec) -> Reaction:
+    return Reaction.error(spec, *op.codes_in(spec), or_reply=op.or_reply)
+
+
 def malformed(operators: Sequence[Mutation], context: Context) -> st.SearchStrategy[Case]:
-    """Cases of ``operators``: the operator is a Hypothesis choice (shrinking towards the
-    first), the frames it breaks and how come from one blob drawn with it."""
+    """Cases of ``operators``: one blob chooses the operator and then the frames it breaks and
+    how, so that Hypothesis shrinks both together: towards the first operator of the list and
+    that operator's simplest frames."""
+    choices = tuple(operators)
 
-    def build(op: Mutation, blob: bytes) -> Case:
-        return op.case(Source(blob), context)
+    def build(blob: bytes) -> Case:
+        src = Source(blob)
+        return choices[src.below(len(choices))].case(src, context)
 
-    return st.builds(build, st.sampled_from(tuple(operators)), blobs())
+    return blobs().map(build)

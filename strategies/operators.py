@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import functools
 
-from amqpfuzz.spec import Field, Spec
+from amqpfuzz.spec import Field, Method, Spec
 from amqpfuzz.spec.asserts import limits, violation
 from amqpfuzz.spec.codec import ContentBody, ContentHeader, Frame, MethodFrame, raw
 from amqpfuzz.spec.codec.tables import DIALECTS, MAX_DEPTH
@@ -156,13 +156,7 @@ def unknown_method(src: Source, ctx: Context) -> Built:
 def _pick_field(
     src: Source, ctx: Context, wanted: frozenset[str], with_asserts: bool = False
 ) -> tuple[MethodFrame, int, Field]:
-    candidates = tuple(
-        (m, i)
-        for m in ctx.channel_methods
-        for i, f in enumerate(m.fields)
-        if f.type in wanted and not f.reserved and (f.asserts or not with_asserts)
-    )
-    method, index = src.pick(candidates)
+    method, index = src.pick(_fields_of(ctx.channel_methods, wanted, with_asserts))
     frame = ctx.frame_of(src, (method,))
     return frame, index, method.fields[index]
 
@@ -209,14 +203,21 @@ def _violable(fld: Field) -> bool:
     return bool(_violations(Source(b""), fld))
 
 
-def assert_violation(src: Source, ctx: Context) -> Built:
-    candidates = tuple(
+@functools.cache
+def _fields_of(
+    methods: tuple[Method, ...], wanted: frozenset[str], violable: bool
+) -> tuple[tuple[Method, int], ...]:
+    """(method, field index) of the fields of ``wanted`` types (that asserts can be broken)."""
+    return tuple(
         (m, i)
-        for m in ctx.channel_methods
+        for m in methods
         for i, f in enumerate(m.fields)
-        if f.type in _SCALARS and not f.reserved and f.asserts and _violable(f)
+        if f.type in wanted and not f.reserved and (not violable or (f.asserts and _violable(f)))
     )
-    method, index = src.pick(candidates)
+
+
+def assert_violation(src: Source, ctx: Context) -> Built:
+    method, index = src.pick(_fields_of(ctx.channel_methods, _SCALARS, True))
     frame = ctx.frame_of(src, (method,))
     fld = method.fields[index]
     what, value = src.pick(tuple(_violations(src, fld)))
@@ -308,11 +309,21 @@ def deep_table(src: Source, ctx: Context) -> Built:
 # -- content ---------------------------------------------------------------------------------------
 
 
-def _content(src: Source, ctx: Context, least: int = 0) -> tuple[MethodFrame, list[Frame]]:
-    """A content method and its header and bodies (a body of at least ``least`` bytes)."""
+def _content(
+    src: Source, ctx: Context, least: int = 0, bodies: bool = True
+) -> tuple[MethodFrame, list[Frame]]:
+    """A content method and its header and bodies (a body of at least ``least`` bytes; only
+    the header if ``bodies`` is false)."""
     publish = ctx.frame_of(src, ctx.content_methods)
     build = content_builder(
-        ctx.spec, publish.method.class_name, ctx.frame_max, ctx.codec.dialect, False, least
+        ctx.spec,
+        publish.method.class_name,
+        ctx.frame_max,
+        ctx.codec.dialect,
+        False,
+        least,
+        None,
+        bodies,
     )
     return publish, build(src, CASE_CHANNEL)
 
@@ -322,7 +333,7 @@ def _sequence(ctx: Context, frames: list[Frame]) -> tuple[WireFrame, ...]:
 
 
 def header_alone(src: Source, ctx: Context) -> Built:
-    _, frames = _content(src, ctx)
+    _, frames = _content(src, ctx, bodies=False)
     return Built(
         _sequence(ctx, frames[:1]),
         "content",
@@ -368,7 +379,7 @@ def header_class(src: Source, ctx: Context) -> Built:
 
 
 def property_flags(src: Source, ctx: Context) -> Built:
-    publish, frames = _content(src, ctx)
+    publish, frames = _content(src, ctx, bodies=False)
     header = frames[0]
     assert isinstance(header, ContentHeader)
     count = len(ctx.spec.amqp_class(publish.method.class_name).properties)

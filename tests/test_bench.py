@@ -26,3 +26,22 @@ def test_codec_bench_prints_every_figure() -> None:
         ratio = next(r for r in lines if r["figure"] == f"{op}_ratio_vs_pamqp")
         assert ratio["value"] > 0 and ratio["target"] == 1.5
     assert all(r["bench"] == "codec" and r["value"] > 0 for r in lines)
+
+
+def test_strategies_bench_prints_generation_beside_round_trips() -> None:
+    done = subprocess.run(
+        [sys.executable, str(BENCH / "strategies.py"), "--quick"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    lines = [json.loads(line) for line in done.stdout.splitlines()]
+    figures = {r["figure"]: r for r in lines if "mix" not in r}
+    assert figures["round_trips_per_s"]["value"] > 0
+    assert {r["mix"] for r in lines if r["figure"] == "cases_generated_per_s"} == {
+        "valid",
+        "malformed",
+    }
+    for mix in ("valid", "malformed"):
+        assert figures[f"{mix}_generation_vs_round_trip"]["target"] == 1.0

@@ -326,10 +326,14 @@ class FrameReader:
             self._consumed += pos
 
 
-@functools.cache
 def codec_for(
     protocol: str | Spec = DEFAULT_PROTOCOL, dialect: str = "rabbit", typed_tables: bool = False
 ) -> Codec:
     """The codec of a known protocol (or of a loaded spec), built once per process."""
     spec = protocol if isinstance(protocol, Spec) else load(protocol)
+    return _codec(spec, dialect, typed_tables)
+
+
+@functools.cache  # positional arguments only: one codec per (spec, dialect, typed)
+def _codec(spec: Spec, dialect: str, typed_tables: bool) -> Codec:
     return Codec(spec, dialect, typed_tables=typed_tables)

@@ -39,6 +39,8 @@ __all__ = [
 ]
 
 FRAME_END = 0xCE
+_HEADER = struct.Struct(">BHI")
+_OCTETS = [bytes((b,)) for b in range(256)]
 _WIDTHS = {"octet": 1, "short": 2, "long": 4, "longlong": 8, "timestamp": 8}
 
 
@@ -166,8 +168,9 @@ def frame(
     end: int = FRAME_END,
 ) -> bytes:
     """A frame with any type, channel, size field and end octet around ``payload``."""
-    header = octet(frame_type) + short(channel) + long(len(payload) if size is None else size)
-    return header + payload + octet(end)
+    declared = len(payload) if size is None else size
+    header = _HEADER.pack(frame_type & 0xFF, channel & 0xFFFF, declared & 0xFFFFFFFF)
+    return header + payload + _OCTETS[end & 0xFF]
 
 
 def method_frame(

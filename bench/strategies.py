@@ -1,0 +1,129 @@
+"""Frames generated per second, beside the round-trip rate of a raw socket to RabbitMQ.
+
+What is measured
+    *Generation*: cases drawn per second by Hypothesis from ``amqpfuzz.strategies`` the way a
+    campaign draws them, batches of cases per test example, with the generate phase only (no
+    shrinking, no database), for a valid mix (``frame_sequences``: any client method with its
+    content) and a malformed mix (``malformed_cases``: every operator), each case encoded to
+    its bytes as the fuzzer would send it.
+
+    *Round trip*: synchronous ``basic.qos``/``qos-ok`` round trips per second over one raw
+    socket (our codec, TCP_NODELAY) to a throwaway RabbitMQ started by this script: the ceiling
+    of any client that waits for each answer.
+
+Both run in the same process, one after the other, best of several rounds each. Output: one
+JSON object per line; the ratios of each generation rate to the round-trip rate carry the
+target (1.0: generation must never be what limits a worker). ``--quick`` is a smoke test.
+Nothing here asserts anything about timing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import strategies as st
+
+from amqpfuzz import strategies as afs
+from amqpfuzz.fuzzer.brokers import throwaway
+from amqpfuzz.fuzzer.targets import parse_target
+from amqpfuzz.fuzzer.transport import Connection
+from amqpfuzz.spec.codec import codec_for
+
+BATCH = 50
+TARGET = 1.0
+
+
+def emit(figure: str, value: float, **extra: Any) -> None:
+    print(
+        json.dumps({"bench": "strategies", "figure": figure, "value": round(value, 1), **extra}),
+        flush=True,
+    )
+
+
+def generation_rate(kind: str, examples: int) -> float:
+    """Cases per second drawn (and rendered to bytes) in batches of BATCH per example."""
+    codec = codec_for()
+    if kind == "valid":
+        cases: st.SearchStrategy[Any] = afs.frame_sequences(frame_max=131072)
+
+        def render(case: Any) -> bytes:
+            return codec.encode_all(case)
+    else:
+        cases = afs.malformed_cases(frame_max=131072)
+
+        def render(case: Any) -> bytes:
+            return bytes(case.render(1))
+
+    count = 0
+
+    @settings(
+        max_examples=examples,
+        database=None,
+        deadline=None,
+        phases=[Phase.generate],
+        suppress_health_check=list(HealthCheck),
+    )
+    @given(st.lists(cases, min_size=BATCH, max_size=BATCH))
+    def draw(batch: list[Any]) -> None:
+        nonlocal count
+        for case in batch:
+            render(case)
+        count += len(batch)
+
+    start = time.perf_counter()
+    draw()
+    return count / (time.perf_counter() - start)
+
+
+def round_trip_rate(url: str, calls: int) -> float:
+    """The bare ceiling: after the handshake, only sendall and recv on the socket."""
+    connection = Connection.open(parse_target(url))
+    try:
+        assert connection.open_channel(1) is None
+        codec = connection.codec
+        qos = codec.encode(codec.method("basic.qos", 1, prefetch_count=0))
+        qos_ok = codec.encode(codec.method("basic.qos-ok", 1))
+        sock = connection.sock
+        sock.settimeout(5.0)
+        start = time.perf_counter()
+        for _ in range(calls):
+            sock.sendall(qos)
+            reply = sock.recv(64)
+            while len(reply) < len(qos_ok):
+                reply += sock.recv(64)
+            if reply != qos_ok:
+                raise RuntimeError(f"expected basic.qos-ok, got {reply!r}")
+        return calls / (time.perf_counter() - start)
+    finally:
+        connection.close()
+
+
+def best(fn: Callable[[], float], rounds: int) -> float:
+    return max(fn() for _ in range(rounds))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--quick", action="store_true", help="a very short run (smoke test)")
+    parser.add_argument("--rounds", type=int, default=3)
+    args = parser.parse_args(argv)
+    rounds, examples, calls = (1, 2, 200) if args.quick else (max(1, args.rounds), 60, 5000)
+
+    with throwaway("rabbitmq") as broker:
+        ceiling = best(lambda: round_trip_rate(broker.url, calls), rounds)
+    emit("round_trips_per_s", ceiling, impl="raw-socket", broker="rabbitmq")
+    for kind in ("valid", "malformed"):
+        rate = best(lambda kind=kind: generation_rate(kind, examples), rounds)
+        emit("cases_generated_per_s", rate, mix=kind, batch=BATCH)
+        emit(f"{kind}_generation_vs_round_trip", rate / ceiling, target=TARGET)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

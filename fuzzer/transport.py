@@ -1,0 +1,318 @@
+"""A raw AMQP 0-9-1 client connection: our codec over a socket, nothing refused.
+
+The fuzzer sends bytes no client library would, so it speaks through this small connection:
+:meth:`Connection.open` does the handshake, :meth:`Connection.send` writes any bytes,
+:meth:`Connection.pump` reads what arrived and files the frames by channel, answering a
+broker's ``channel.close`` and ``connection.close`` the way a client must. What a case led to
+is an :class:`Outcome` (reply, channel-close, connection-close, socket-close, timeout), read by
+the oracles.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import select
+import socket
+import time
+from collections import deque
+from dataclasses import dataclass, field
+
+from amqpfuzz.spec import AmqpfuzzError, RemoteProtocolError
+from amqpfuzz.spec.codec import Codec, Frame, FrameReader, MethodFrame, ProtocolHeader, codec_for
+
+from .targets import Target
+
+__all__ = [
+    "AuthenticationFailed",
+    "Connection",
+    "ConnectionFailed",
+    "Outcome",
+    "Unreachable",
+]
+
+
+class ConnectionFailed(AmqpfuzzError):
+    """The handshake did not complete."""
+
+
+class Unreachable(ConnectionFailed):
+    """Nothing answers at the target's address."""
+
+
+class AuthenticationFailed(ConnectionFailed):
+    """The broker refused the credentials (or the virtual host)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """What a broker did in answer to a case.
+
+    ``kind`` is ``reply`` (the awaited reply came; the channel lives), ``channel-close``,
+    ``connection-close``, ``socket-close``, ``timeout``, ``bad-frame`` (the broker sent bytes
+    our decoder refuses) or ``broker-down``. For a close, ``reply_code``, ``class_id`` and
+    ``method_id`` are the broker's.
+    """
+
+    kind: str
+    reply_code: int | None = None
+    class_id: int | None = None
+    method_id: int | None = None
+    text: str = ""
+    frames: tuple[Frame, ...] = field(default=(), compare=False, repr=False)
+
+    @classmethod
+    def closed_by(cls, frame: MethodFrame) -> Outcome:
+        kind = "connection-close" if frame.method.class_name == "connection" else "channel-close"
+        args = frame.arguments
+        return cls(
+            kind,
+            args.get("reply_code"),
+            args.get("class_id"),
+            args.get("method_id"),
+            str(args.get("reply_text", "")),
+        )
+
+    def as_record(self) -> dict[str, object]:
+        return {
+            "outcome": self.kind,
+            "reply_code": self.reply_code,
+            "class_id": self.class_id,
+            "method_id": self.method_id,
+        }
+
+    def __str__(self) -> str:
+        if self.reply_code is not None:
+            return f"{self.kind} {self.reply_code} {self.text}".strip()
+        return f"{self.kind} {self.text}".strip()
+
+
+class Connection:
+    """One open AMQP connection (after the handshake).
+
+    Frames arriving on a channel wait in :attr:`inbox`; a broker's ``channel.close`` is
+    answered with ``close-ok`` and kept in :attr:`closed_channels`; its ``connection.close``
+    (or the socket closing) ends the connection and is kept in :attr:`ended`.
+    """
+
+    def __init__(self, sock: socket.socket, codec: Codec, frame_max: int, channel_max: int) -> None:
+        self.sock = sock
+        self.codec = codec
+        self.frame_max = frame_max
+        self.channel_max = channel_max
+        self.reader: FrameReader = codec.reader(frame_max=frame_max)
+        self.inbox: dict[int, deque[Frame]] = {}
+        self.closed_channels: dict[int, Outcome] = {}
+        self.open_channels: set[int] = set()
+        self.ended: Outcome | None = None
+        self.server_properties: dict[str, object] = {}
+        self._close_ok = codec.spec.method("channel.close-ok")
+
+    # -- opening ---------------------------------------------------------------------------
+
+    @classmethod
+    def open(
+        cls,
+        target: Target,
+        *,
+        protocol: str = "0-9-1",
+        timeout: float = 10.0,
+        frame_max: int = 131072,
+        channel_max: int = 2047,
+        client_name: str = "amqpfuzz",
+    ) -> Connection:
+        """Connect, send the protocol header and complete the handshake (PLAIN, no heartbeat)."""
+        codec = codec_for(protocol)
+        try:
+            sock = socket.create_connection((target.host, target.port), timeout=timeout)
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            context = target.ssl_context()
+            if context is not None:
+                sock = context.wrap_socket(sock, server_hostname=target.host)
+        except OSError as exc:
+            raise Unreachable(f"{target.safe_url}: cannot connect: {exc.strerror or exc}") from None
+        connection = cls(sock, codec, frame_max, channel_max)
+        try:
+            connection._handshake(target, timeout, frame_max, channel_max, client_name)
+        except BaseException:
+            connection.abort()
+            raise
+        return connection
+
+    def _handshake(
+        self, target: Target, timeout: float, frame_max: int, channel_max: int, name: str
+    ) -> None:
+        codec = self.codec
+        self.send(codec.spec.protocol_header)
+        start = self._expect_handshake(target, "connection.start", timeout)
+        self.server_properties = dict(start["server_properties"])
+        response = b"\x00" + target.user.encode() + b"\x00" + target.password.encode()
+        properties = {"product": name, "capabilities": {"consumer_cancel_notify": True}}
+        self.send_frame(
+            codec.method(
+                "connection.start-ok",
+                0,
+                client_properties=properties,
+                mechanism="PLAIN",
+                response=response,
+                locale="en_US",
+            )
+        )
+        tune = self._expect_handshake(target, "connection.tune", timeout, authenticating=True)
+        self.frame_max = min(frame_max, tune["frame_max"] or frame_max)
+        self.channel_max = min(channel_max, tune["channel_max"] or channel_max)
+        self.reader.frame_max = self.frame_max
+        self.send_frame(
+            codec.method(
+                "connection.tune-ok",
+                0,
+                channel_max=self.channel_max,
+                frame_max=self.frame_max,
+                heartbeat=0,
+            )
+        )
+        self.send_frame(codec.method("connection.open", 0, virtual_host=target.vhost))
+        self._expect_handshake(target, "connection.open-ok", timeout, authenticating=True)
+
+    def _expect_handshake(
+        self, target: Target, name: str, timeout: float, authenticating: bool = False
+    ) -> MethodFrame:
+        deadline = time.monotonic() + timeout
+        while True:
+            self.pump(max(0.0, deadline - time.monotonic()))
+            for frame in self.inbox.pop(0, deque()):
+                if isinstance(frame, ProtocolHeader):
+                    raise ConnectionFailed(
+                        f"{target.safe_url}: the broker does not speak AMQP "
+                        f"{self.codec.spec.protocol} (it answered {frame!r})"
+                    )
+                if isinstance(frame, MethodFrame) and frame.name == name:
+                    return frame
+            if self.ended is not None:
+                if authenticating and self.ended.reply_code in (None, 403, 530):
+                    raise AuthenticationFailed(
+                        f"{target.safe_url}: the broker refused the login or virtual host "
+                        f"({self.ended})"
+                    )
+                raise ConnectionFailed(f"{target.safe_url}: handshake failed: {self.ended}")
+            if time.monotonic() >= deadline:
+                raise ConnectionFailed(f"{target.safe_url}: no {name} within {timeout:.0f} s")
+
+    # -- sending ---------------------------------------------------------------------------
+
+    def send(self, data: bytes) -> bool:
+        """Write bytes; False if the socket is already closed (a result, not an error)."""
+        try:
+            self.sock.sendall(data)
+        except OSError:
+            self._end(Outcome("socket-close", text="closed while sending"))
+            return False
+        return True
+
+    def send_frame(self, frame: Frame) -> bool:
+        return self.send(self.codec.encode(frame))
+
+    # -- receiving -------------------------------------------------------------------------
+
+    def pump(self, timeout: float) -> bool:
+        """Read what arrives within ``timeout`` and file it; False if nothing came."""
+        if self.ended is not None:
+            return False
+        try:
+            ready, _, _ = select.select([self.sock], [], [], timeout)
+            if not ready and not self._pending_tls():
+                return False
+            data = self.sock.recv(262144)
+        except OSError as exc:
+            self._end(Outcome("socket-close", text=str(exc)))
+            return True
+        if not data:
+            self._end(Outcome("socket-close", text="the broker closed the socket"))
+            return True
+        try:
+            frames = self.reader.feed(data)
+        except RemoteProtocolError as exc:
+            self._end(Outcome("bad-frame", text=str(exc)))
+            return True
+        for frame in frames:
+            self._file(frame)
+        return True
+
+    def _pending_tls(self) -> bool:
+        pending = getattr(self.sock, "pending", None)
+        return bool(pending and pending())
+
+    def _file(self, frame: Frame) -> None:
+        channel = getattr(frame, "channel", 0)
+        if isinstance(frame, MethodFrame):
+            if frame.name == "connection.close":
+                self.send_frame(self.codec.method("connection.close-ok", 0))
+                self._end(Outcome.closed_by(frame))
+                return
+            if frame.name == "channel.close":
+                self.send_frame(self.codec.method(self._close_ok, channel))
+                self.closed_channels[channel] = Outcome.closed_by(frame)
+                self.open_channels.discard(channel)
+        self.inbox.setdefault(channel, deque()).append(frame)
+
+    def _end(self, outcome: Outcome) -> None:
+        if self.ended is None:
+            self.ended = outcome
+        with contextlib.suppress(OSError):
+            self.sock.close()
+
+    def wait(self, channel: int, names: tuple[str, ...], timeout: float) -> MethodFrame | Outcome:
+        """The next method named ``names`` on ``channel``, or the Outcome that came instead.
+
+        Frames on the channel before it are discarded (deliveries, returns); a close of the
+        channel or the connection, the socket closing, or ``timeout`` end the wait.
+        """
+        deadline = time.monotonic() + timeout
+        while True:
+            queue = self.inbox.get(channel)
+            while queue:
+                frame = queue.popleft()
+                if isinstance(frame, MethodFrame):
+                    if frame.name in names:
+                        return frame
+                    if frame.name == "channel.close":
+                        return self.closed_channels.get(channel) or Outcome.closed_by(frame)
+            if self.ended is not None:
+                return self.ended
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return Outcome("timeout", text=f"no {' or '.join(names)} within {timeout:g} s")
+            self.pump(left)
+
+    def call(self, frame: MethodFrame, timeout: float = 5.0) -> MethodFrame | Outcome:
+        """Send a synchronous method and wait for one of its responses."""
+        self.send_frame(frame)
+        responses = tuple(f"{frame.method.class_name}.{r}" for r in frame.method.responses)
+        return self.wait(frame.channel, responses, timeout)
+
+    # -- channels and closing --------------------------------------------------------------
+
+    def open_channel(self, channel: int, timeout: float = 5.0) -> Outcome | None:
+        """Open ``channel``; None on success, else what happened instead."""
+        self.inbox.pop(channel, None)
+        self.closed_channels.pop(channel, None)
+        reply = self.call(self.codec.method("channel.open", channel), timeout)
+        if isinstance(reply, Outcome):
+            return reply
+        self.open_channels.add(channel)
+        return None
+
+    @property
+    def alive(self) -> bool:
+        return self.ended is None
+
+    def close(self, timeout: float = 2.0) -> None:
+        """Close politely (connection.close, wait for close-ok), then the socket."""
+        if self.ended is None:
+            self.send_frame(
+                self.codec.method("connection.close", 0, reply_code=200, reply_text="bye")
+            )
+            self.wait(0, ("connection.close-ok",), timeout)
+        self.abort()
+
+    def abort(self) -> None:
+        self._end(Outcome("socket-close", text="closed by us"))
