@@ -77,6 +77,7 @@ def _unwrap(value: Any) -> Any:
 _PAMQP_NAMES = {"no_wait": "nowait", "global": "global_"}
 
 
+@pytest.mark.filterwarnings("ignore:This command is deprecated:DeprecationWarning")
 @SETTINGS
 @given(frame=afs.method_frames(chassis=None))
 def test_pamqp_reads_valid_frames_to_the_same_scalars(frame: MethodFrame) -> None:
