@@ -7,6 +7,7 @@ exit status 2, never a traceback.
 
 from __future__ import annotations
 
+import importlib
 import json
 import sys
 from importlib.metadata import version
@@ -30,7 +31,22 @@ class BadInput(click.ClickException):
         click.echo(f"amqpfuzz: error: {self.format_message()}", err=True)
 
 
+# Commands that live in layers to the right of the fuzzer (the Spark reports), named here and
+# imported only when used, so that the fuzzer never imports them and `amqpfuzz --help` stays fast.
+LAZY_COMMANDS = {"report": "amqpfuzz.reports.cli:report_command"}
+
+
 class _Group(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted([*super().list_commands(ctx), *LAZY_COMMANDS])
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name in LAZY_COMMANDS:
+            module, _, attribute = LAZY_COMMANDS[name].partition(":")
+            command: click.Command = getattr(importlib.import_module(module), attribute)
+            return command
+        return super().get_command(ctx, name)
+
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)

@@ -1,0 +1,191 @@
+"""Result records: the contract between the fuzzer and the nightly reports.
+
+One JSON object per line, one file per worker process. A writer appends and flushes every
+record, so a killed run loses at most the line it was writing; while a file is being written
+its name ends in ``.part``, and :meth:`RecordWriter.close` renames it atomically to
+``records-<run>-<worker>.jsonl``. The fields below are the core the reports rely on
+(``SCHEMA_VERSION`` says which set); more may be added, never renamed or retyped.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import socket
+import uuid
+from collections.abc import Iterator, Mapping
+from importlib.metadata import version
+from pathlib import Path
+from typing import IO, Any
+
+from amqpfuzz.spec import AmqpfuzzError
+
+__all__ = [
+    "KINDS",
+    "OUTCOMES",
+    "SCHEMA_VERSION",
+    "VERDICTS",
+    "RecordError",
+    "RecordWriter",
+    "read_records",
+    "record",
+]
+
+SCHEMA_VERSION = 1
+KINDS = ("fuzz", "stateful", "scenario", "differential")
+OUTCOMES = (
+    "reply",
+    "channel-close",
+    "connection-close",
+    "socket-close",
+    "timeout",
+    "broker-down",
+    "bad-frame",
+)
+VERDICTS = ("pass", "fail", "error", "skip", "xfail", "xpass")
+TOOL_VERSION = version("amqpfuzz")
+
+# Every field of the core contract, with the JSON type the reports read it as.
+FIELDS: Mapping[str, str] = {
+    "schema_version": "int",
+    "record_id": "string",
+    "run_id": "string",
+    "worker": "string",
+    "seq": "int",
+    "ts": "string (ISO 8601, UTC)",
+    "duration_s": "float",
+    "tool_version": "string",
+    "seed": "string",
+    "target": "object {label, url, product, version, protocol}",
+    "kind": "string: " + ", ".join(KINDS),
+    "spec_ref": "string",
+    "mutation": "string or null",
+    "expected": "object {outcome, reply_code, class_id, method_id}",
+    "observed": "object {outcome, reply_code, class_id, method_id}",
+    "verdict": "string: " + ", ".join(VERDICTS),
+    "failure": "object {oracle, signature, message} or null",
+    "reproducer": "string or null",
+}
+
+
+class RecordError(AmqpfuzzError):
+    """A record file that cannot be read: says which file and line."""
+
+
+def record(
+    *,
+    run_id: str,
+    worker: str,
+    seq: int,
+    seed: str,
+    target: Mapping[str, Any],
+    kind: str,
+    spec_ref: str,
+    expected: Mapping[str, Any],
+    observed: Mapping[str, Any],
+    verdict: str,
+    duration_s: float,
+    mutation: str | None = None,
+    failure: Mapping[str, Any] | None = None,
+    reproducer: str | None = None,
+    **extra: Any,
+) -> dict[str, Any]:
+    """One record of the contract; ``extra`` fields (the case's text, ...) ride along."""
+    if kind not in KINDS:
+        raise ValueError(f"kind {kind!r} is not one of {KINDS}")
+    if verdict not in VERDICTS:
+        raise ValueError(f"verdict {verdict!r} is not one of {VERDICTS}")
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "record_id": uuid.uuid4().hex,
+        "run_id": run_id,
+        "worker": worker,
+        "seq": seq,
+        "ts": dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds"),
+        "duration_s": round(duration_s, 6),
+        "tool_version": TOOL_VERSION,
+        "seed": seed,
+        "target": dict(target),
+        "kind": kind,
+        "spec_ref": spec_ref,
+        "mutation": mutation,
+        "expected": dict(expected),
+        "observed": dict(observed),
+        "verdict": verdict,
+        "failure": dict(failure) if failure else None,
+        "reproducer": reproducer,
+        **extra,
+    }
+
+
+def worker_name() -> str:
+    return f"{socket.gethostname()}-{os.getpid()}"
+
+
+class RecordWriter:
+    """Appends records to this worker's file in ``directory``, one flushed line each."""
+
+    def __init__(self, directory: Path | str, run_id: str, worker: str | None = None) -> None:
+        self.directory = Path(directory)
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self.run_id = run_id
+        self.worker = worker or worker_name()
+        self.path = self.directory / f"records-{run_id}-{self.worker}.jsonl"
+        self.part = self.path.with_name(self.path.name + ".part")
+        self._file: IO[str] | None = self.part.open("a", encoding="utf-8")
+        self.seq = 0
+
+    def next_seq(self) -> int:
+        self.seq += 1
+        return self.seq
+
+    def write(self, item: Mapping[str, Any]) -> None:
+        if self._file is None:
+            raise RecordError(f"{self.path}: the writer is closed")
+        self._file.write(json.dumps(item, separators=(",", ":"), default=str) + "\n")
+        self._file.flush()
+
+    def close(self) -> Path:
+        """Move the finished file into place (atomically); returns its final path."""
+        if self._file is not None:
+            self._file.flush()
+            os.fsync(self._file.fileno())
+            self._file.close()
+            self._file = None
+            os.replace(self.part, self.path)
+        return self.path
+
+    def __enter__(self) -> RecordWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def read_records(path: Path | str, *, strict: bool = True) -> Iterator[dict[str, Any]]:
+    """The records of one file. A torn last line (a killed writer) is skipped; any other
+    line that is not a JSON object is a RecordError naming the file and line (or skipped
+    when not ``strict``)."""
+    path = Path(path)
+    try:
+        lines = path.read_text(encoding="utf-8", errors="replace").split("\n")
+    except OSError as exc:
+        raise RecordError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    torn_tail = lines[-1] != ""  # a complete file ends with a newline
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            item = json.loads(line)
+        except json.JSONDecodeError:
+            if number == len(lines) and torn_tail:
+                return  # the line a killed writer was writing
+            if strict:
+                raise RecordError(f"{path}:{number}: not a JSON record") from None
+            continue
+        if not isinstance(item, dict) or "schema_version" not in item:
+            if strict:
+                raise RecordError(f"{path}:{number}: not a result record")
+            continue
+        yield item
