@@ -77,12 +77,16 @@ class Reaction:
     the channel stays open), ``channel-close`` or ``connection-close``. ``codes`` are the reply
     codes accepted, the specification's first. ``or_reply`` marks cases the specification does
     not forbid outright (a deeply nested table): the broker may accept them, but must stay up.
+    ``tolerated`` are, for a valid frame, the codes its method's rules name: arguments drawn
+    at random may well ask for a queue that does not exist, and the specification says which
+    close answers that.
     """
 
     outcome: str
     codes: tuple[Constant, ...] = ()
     responses: tuple[str, ...] = ()
     or_reply: bool = False
+    tolerated: tuple[Constant, ...] = ()
 
     @classmethod
     def error(cls, spec: Spec, *names: str, or_reply: bool = False) -> Reaction:
@@ -95,8 +99,20 @@ class Reaction:
         return cls(outcome, codes, or_reply=or_reply)
 
     @classmethod
-    def reply(cls, responses: Sequence[str] = ()) -> Reaction:
-        return cls("reply", (), tuple(responses))
+    def reply(cls, responses: Sequence[str] = (), tolerated: Sequence[Constant] = ()) -> Reaction:
+        return cls("reply", (), tuple(responses), tolerated=tuple(tolerated))
+
+    def accepts(self, outcome: str, code: int | None) -> bool:
+        """Whether a broker's reaction (an outcome kind and its reply code) is what this
+        reaction allows."""
+        if self.outcome == "reply":
+            return outcome == "reply" or (
+                outcome in ("channel-close", "connection-close")
+                and any(c.value == code and _kind(c) == outcome for c in self.tolerated)
+            )
+        if outcome == "reply":
+            return self.or_reply
+        return outcome == self.outcome and any(c.value == code for c in self.codes)
 
     @property
     def code(self) -> int | None:
@@ -109,13 +125,18 @@ class Reaction:
         return f"{self.outcome} {codes}" + (" (or accepted)" if self.or_reply else "")
 
 
+def _kind(constant: Constant) -> str:
+    return "connection-close" if constant.is_hard_error else "channel-close"
+
+
 @dataclass(frozen=True, slots=True)
 class Case:
     """Frames to send on one connection and the reaction the specification requires.
 
     ``channel`` says what the fuzzer must provide before sending: ``open`` (an open channel,
-    the case's :data:`CASE_CHANNEL`), ``closed`` (a channel number that is not open), or
-    ``none`` (the case uses channel 0 or names its channels itself).
+    the case's :data:`CASE_CHANNEL`), ``fresh`` (a channel opened for this case alone, on which
+    nothing has happened yet), ``closed`` (a channel number that is not open), or ``none`` (the
+    case uses channel 0 or names its channels itself).
     """
 
     steps: tuple[WireFrame, ...]

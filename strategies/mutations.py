@@ -40,6 +40,7 @@ class Built:
     note: str
     channel: str = "open"
     frames: tuple[Frame, ...] = ()
+    codes: tuple[str, ...] = ()  # where the spec names a more specific code for this case
 
 
 @dataclass(frozen=True)
@@ -103,12 +104,17 @@ class Mutation:
     level: str
     build: BuildFn = field(repr=False, compare=False)
     or_reply: bool = False
-    rule: str | None = (
-        None  # a rule of the spec whose on-failure code, where the file has it, rules
+    # a rule of the spec whose on-failure code, where the file has the rule, comes first
+    rule: str | None = None
+    # for operators that break rules: the rules of a spec they can break (none: not available)
+    targets: Callable[[Spec], tuple[object, ...]] | None = field(
+        default=None, repr=False, compare=False
     )
 
     def applies_to(self, spec: Spec) -> bool:
-        """Whether ``spec`` defines the reply codes this operator needs."""
+        """Whether ``spec`` defines the reply codes (and rules) this operator needs."""
+        if self.targets is not None and not self.targets(spec):
+            return False
         names = {c.name for c in spec.constants}
         return all(code in names for code in self.codes_in(spec))
 
@@ -131,9 +137,13 @@ class Mutation:
     def case(self, src: Source, context: Context) -> Case:
         """One malformed case made by this operator, read from ``src``."""
         built = self.build(src, context)
+        if built.codes:
+            expected = Reaction.error(context.spec, *built.codes, or_reply=self.or_reply)
+        else:
+            expected = self.reaction(context.spec)
         return Case(
             steps=built.steps,
-            expected=self.reaction(context.spec),
+            expected=expected,
             spec_ref=built.spec_ref,
             mutation=self.name,
             channel=built.channel,

@@ -8,6 +8,7 @@ ones :data:`~amqpfuzz.spec.state.CHANNEL_TRANSITIONS` gives for the same situati
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 
 from amqpfuzz.spec import Field, Method, Spec
 from amqpfuzz.spec.asserts import limits, violation
@@ -15,7 +16,7 @@ from amqpfuzz.spec.codec import ContentBody, ContentHeader, Frame, MethodFrame, 
 from amqpfuzz.spec.codec.tables import DIALECTS, MAX_DEPTH
 
 from .cases import CASE_CHANNEL, WireFrame
-from .frames import content_builder
+from .frames import ENTITY_DOMAINS, ZERO, content_builder
 from .mutations import BuildFn, Built, Context, Mutation
 from .source import Source
 
@@ -178,8 +179,9 @@ _STRINGS = frozenset({"shortstr", "longstr"})
 _TABLES = frozenset({"table"})
 
 
-def _violations(src: Source, fld: Field) -> list[tuple[str, object]]:
-    """The ways a value of ``fld`` can break its asserts (what, value)."""
+def _violations(src: Source, fld: Field, prefix: str = "") -> list[tuple[str, object]]:
+    """The ways a value of ``fld`` can break its asserts (what, value). Names start with
+    ``prefix`` where they can, so that a lenient broker acting on one acts on ours."""
     found = limits(fld.asserts)
     text = fld.type.endswith("str")
     options: list[tuple[str, object]] = []
@@ -188,14 +190,18 @@ def _violations(src: Source, fld: Field) -> list[tuple[str, object]]:
     if found.null:
         options.append(("null", "x" if fld.type == "shortstr" else b"x" if text else 1))
     if found.max_length is not None and fld.type == "shortstr" and found.max_length < 255:
-        options.append((f"length {found.max_length}", "a" * src.between(found.max_length + 1, 255)))
+        size = src.between(found.max_length + 1, 255)
+        options.append((f"length {found.max_length}", (prefix + "a" * size)[:size]))
     if found.pattern is not None and fld.type == "shortstr":
-        options.append((f"regexp {found.pattern}", src.pick(("a b", "a\\b", "é", "a*", "#", "q!"))))
+        options.append((f"regexp {found.pattern}", prefix + src.pick(_BAD_NAMES)))
     for value in sorted(found.forbidden):
         options.append((f"ne {value}", value))
     if found.choices is not None:
         options.append((f"enum of {found.choices}", src.between(found.choices, 255)))
     return [(what, value) for what, value in options if violation(fld.asserts, value)]
+
+
+_BAD_NAMES = ("a b", "a\\b", "é", "a*", "#", "q!")
 
 
 @functools.cache
@@ -216,17 +222,25 @@ def _fields_of(
     )
 
 
+def _syntax_rule(fld: Field) -> tuple[str, ...]:
+    """A field's own rule on its syntax names the code for a value that breaks the asserts
+    (exchange.declare's exchange: precondition-failed); otherwise it is a syntax-error."""
+    return tuple(r.on_failure for r in fld.rules if r.name == "syntax" and r.on_failure)
+
+
 def assert_violation(src: Source, ctx: Context) -> Built:
     method, index = src.pick(_fields_of(ctx.channel_methods, _SCALARS, True))
     frame = ctx.frame_of(src, (method,))
     fld = method.fields[index]
-    what, value = src.pick(tuple(_violations(src, fld)))
+    prefix = ctx.prefix or "" if fld.domain in ENTITY_DOMAINS else ""
+    what, value = src.pick(tuple(_violations(src, fld, prefix)))
     values = list(frame.values)
     values[index] = value
     broken = MethodFrame(frame.channel, frame.method, tuple(values))
     step = ctx.wire(broken)._replace(note=f"({fld.name} breaks {what})")
     ref = f"{frame.name}/{fld.name}"
-    return Built((step,), ref, f"{fld.name} breaks {what}", frames=(broken,))
+    note = f"{fld.name} breaks {what}"
+    return Built((step,), ref, note, frames=(broken,), codes=_syntax_rule(fld))
 
 
 def string_overrun(src: Source, ctx: Context) -> Built:
@@ -444,6 +458,112 @@ def channel_zero(src: Source, ctx: Context) -> Built:
     )
 
 
+# -- rules whose on-failure code is a channel exception ------------------------------------------
+
+
+@functools.cache
+def _rules_failing_with(spec: Spec, code: str) -> tuple[tuple[Method, Field | None, str], ...]:
+    """(method, the rule's field or None, rule ref) of every rule that fails with ``code``."""
+    found = []
+    for method in spec.methods:
+        if not method.sent_by("client"):
+            continue
+        found += [(method, None, r.ref) for r in method.rules if r.on_failure == code]
+        for fld in method.fields:
+            found += [(method, fld, r.ref) for r in fld.rules if r.on_failure == code]
+    return tuple(found)
+
+
+def _plain(method: Method) -> list[object]:
+    """The simplest arguments: zero values, so that only the rule under test can fail. An
+    exchange type must name one the server implements: "direct" is one the class's rule
+    ``exchange/required-types`` requires of every server."""
+    return [
+        "direct" if f.name == "type" and f.type == "shortstr" else ZERO[f.type]
+        for f in method.fields
+    ]
+
+
+def _missing_name(src: Source, ctx: Context) -> str:
+    suffix = "".join("abcdefghijklmnopqrstuvwxyz0123456789"[src.below(36)] for _ in range(8))
+    return f"{ctx.prefix or 'amqpfuzz-'}missing-{suffix}"
+
+
+@functools.cache
+def _entity_rules(spec: Spec) -> tuple[tuple[Method, Field | None, str], ...]:
+    """Rules that fail with not-found on a method naming a queue or exchange."""
+    return tuple(
+        (m, f, ref)
+        for m, f, ref in _rules_failing_with(spec, "not-found")
+        if any(fld.domain in ENTITY_DOMAINS for fld in m.fields)
+        and (f is None or f.domain in ENTITY_DOMAINS or f.type == "bit")
+    )
+
+
+@functools.cache
+def _reserved_rules(spec: Spec) -> tuple[tuple[Method, Field | None, str], ...]:
+    return tuple(
+        x for x in _rules_failing_with(spec, "access-refused") if x[2].endswith("/reserved")
+    )
+
+
+@functools.cache
+def _transacted_rules(spec: Spec) -> tuple[tuple[Method, Field | None, str], ...]:
+    rules = _rules_failing_with(spec, "precondition-failed")
+    return tuple(x for x in rules if x[2].endswith("/transacted"))
+
+
+@functools.cache
+def _tag_rules(spec: Spec) -> tuple[tuple[Method, Field | None, str], ...]:
+    rules = _rules_failing_with(spec, "precondition-failed")
+    return tuple(x for x in rules if x[2].endswith("/exists"))
+
+
+def _entity_case(src: Source, ctx: Context, name: Callable[[str], str]) -> Built:
+    """A not-found rule on an entity name, broken: the method naming one that does not exist."""
+    method, rule_field, ref = src.pick(_entity_rules(ctx.spec))
+    values = _plain(method)
+    named = name(_missing_name(src, ctx))
+    for i, fld in enumerate(method.fields):
+        if rule_field is not None and fld is rule_field and fld.type == "bit":
+            values[i] = True  # the rule is about this flag (queue.declare's passive)
+        elif fld.domain in ENTITY_DOMAINS and (
+            rule_field is None or rule_field.type == "bit" or fld is rule_field
+        ):
+            values[i] = named
+    broken = MethodFrame(CASE_CHANNEL, method, tuple(values))
+    return Built((ctx.wire(broken),), ref, f"breaks rule {ref}", channel="fresh", frames=(broken,))
+
+
+def missing_entity(src: Source, ctx: Context) -> Built:
+    return _entity_case(src, ctx, lambda name: name)
+
+
+def reserved_name(src: Source, ctx: Context) -> Built:
+    method, rule_field, ref = src.pick(_reserved_rules(ctx.spec))
+    values = _plain(method)
+    index = method.fields.index(rule_field) if rule_field is not None else 0
+    values[index] = "amq." + _missing_name(src, ctx)  # ours, if a lenient broker declares it
+    broken = MethodFrame(CASE_CHANNEL, method, tuple(values))
+    return Built((ctx.wire(broken),), ref, f"breaks rule {ref}", channel="fresh", frames=(broken,))
+
+
+def not_transacted(src: Source, ctx: Context) -> Built:
+    method, _, ref = src.pick(_transacted_rules(ctx.spec))
+    frame = ctx.frame_of(src, (method,))
+    return Built((ctx.wire(frame),), ref, f"breaks rule {ref}", channel="fresh", frames=(frame,))
+
+
+def unknown_delivery_tag(src: Source, ctx: Context) -> Built:
+    method, _, ref = src.pick(_tag_rules(ctx.spec))
+    values = [
+        src.between(1, 2**64 - 1) if f.domain == "delivery-tag" else v
+        for f, v in zip(method.fields, _plain(method), strict=True)
+    ]
+    broken = MethodFrame(CASE_CHANNEL, method, tuple(values))
+    return Built((ctx.wire(broken),), ref, f"breaks rule {ref}", channel="fresh", frames=(broken,))
+
+
 def _op(
     name: str,
     description: str,
@@ -454,8 +574,19 @@ def _op(
     *,
     or_reply: bool = False,
     rule: str | None = None,
+    targets: Callable[[Spec], tuple[object, ...]] | None = None,
 ) -> Mutation:
-    return Mutation(name, description, breaks, codes, level, build, or_reply=or_reply, rule=rule)
+    return Mutation(
+        name,
+        description,
+        breaks,
+        codes,
+        level,
+        build,
+        or_reply=or_reply,
+        rule=rule,
+        targets=targets,
+    )
 
 
 CATALOGUE: tuple[Mutation, ...] = (
@@ -684,6 +815,42 @@ CATALOGUE: tuple[Mutation, ...] = (
         ("command-invalid", "channel-error"),
         "sequence",
         channel_zero,
+    ),
+    _op(
+        "missing-entity",
+        "entity existence",
+        "names a queue or exchange that does not exist",
+        ("not-found",),
+        "rule",
+        missing_entity,
+        targets=_entity_rules,
+    ),
+    _op(
+        "reserved-name",
+        "reserved names",
+        "declares a name starting with amq.",
+        ("access-refused",),
+        "rule",
+        reserved_name,
+        targets=_reserved_rules,
+    ),
+    _op(
+        "not-transacted",
+        "transaction state",
+        "commits or rolls back a channel not in tx mode",
+        ("precondition-failed",),
+        "rule",
+        not_transacted,
+        targets=_transacted_rules,
+    ),
+    _op(
+        "unknown-delivery-tag",
+        "delivery tags",
+        "acknowledges a delivery that never happened",
+        ("precondition-failed",),
+        "rule",
+        unknown_delivery_tag,
+        targets=_tag_rules,
     ),
 )
 

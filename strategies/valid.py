@@ -1,0 +1,73 @@
+"""Valid cases: frames a broker must accept, with the reaction their method requires.
+
+A valid case is a method a client may send (and its content), with arguments drawn from the
+spec model. Its reaction is the method's responses, or no error for an asynchronous method. Its
+arguments are valid on the wire but drawn at random: a queue it names may not exist. The
+specification says what answers that: the on-failure codes of the method's rules, and of the
+rules on fields of the same domains elsewhere (a queue name's ``not-found`` applies wherever a
+queue is named). Those closes are tolerated; any other is a failure.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+
+from hypothesis import strategies as st
+
+from amqpfuzz.spec import Constant, Method, Spec
+from amqpfuzz.spec.codec import Codec, Frame
+from amqpfuzz.spec.model import PRIMITIVE_TYPES
+
+from .cases import CASE_CHANNEL, Case, Reaction, wire_frame
+from .frames import sequences_of
+
+__all__ = ["tolerated", "valid"]
+
+
+@functools.lru_cache(maxsize=1024)
+def tolerated(spec: Spec, method: Method) -> tuple[Constant, ...]:
+    """The reply codes the specification's rules name for ``method`` and its domains."""
+    domains = {f.domain for f in method.fields if f.domain not in PRIMITIVE_TYPES}
+    names = {r.on_failure for r in method.rules if r.on_failure}
+    for other in spec.methods:
+        for fld in other.fields:
+            if other is method or fld.domain in domains:
+                names.update(r.on_failure for r in fld.rules if r.on_failure)
+    return tuple(spec.constant(name) for name in sorted(names))
+
+
+def _responses(method: Method) -> tuple[str, ...]:
+    return tuple(f"{method.class_name}.{r}" for r in method.responses)
+
+
+def valid(
+    spec: Spec,
+    codec: Codec,
+    methods: Sequence[Method],
+    frame_max: int,
+    *,
+    prefix: str | None = None,
+    max_body: int | None = None,
+) -> st.SearchStrategy[Case]:
+    """Valid cases of ``methods`` on the case's channel (one blob: method, arguments, content)."""
+
+    def case(frames: list[Frame]) -> Case:
+        method = frames[0].method  # type: ignore[union-attr]
+        return Case(
+            steps=tuple(wire_frame(codec, f) for f in frames),
+            expected=Reaction.reply(_responses(method), tolerated(spec, method)),
+            spec_ref=method.full_name,
+            frames=tuple(frames),
+        )
+
+    sequences = sequences_of(
+        spec,
+        methods,
+        CASE_CHANNEL,
+        frame_max,
+        dialect=codec.dialect,
+        prefix=prefix,
+        max_body=max_body,
+    )
+    return sequences.map(case)
