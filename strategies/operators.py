@@ -464,7 +464,7 @@ def channel_zero(src: Source, ctx: Context) -> Built:
 @functools.cache
 def _rules_failing_with(spec: Spec, code: str) -> tuple[tuple[Method, Field | None, str], ...]:
     """(method, the rule's field or None, rule ref) of every rule that fails with ``code``."""
-    found = []
+    found: list[tuple[Method, Field | None, str]] = []
     for method in spec.methods:
         if not method.sent_by("client"):
             continue
