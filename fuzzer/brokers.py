@@ -17,6 +17,7 @@ the Erlang cookie and a private epmd on its own port, so that nothing outlives i
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
 import signal
@@ -31,7 +32,18 @@ from types import TracebackType
 
 from amqpfuzz.spec import AmqpfuzzError
 
-__all__ = ["KINDS", "Broker", "BrokerError", "GarageMQ", "RabbitMQ", "free_port", "throwaway"]
+__all__ = [
+    "KINDS",
+    "Broker",
+    "BrokerError",
+    "GarageMQ",
+    "RabbitMQ",
+    "detach",
+    "detached",
+    "free_port",
+    "stop_detached",
+    "throwaway",
+]
 
 RABBITMQ_SERVER = "/usr/lib/rabbitmq/bin/rabbitmq-server"
 RABBITMQCTL = "/usr/lib/rabbitmq/bin/rabbitmqctl"
@@ -306,6 +318,96 @@ class GarageMQ(Broker):
 
 
 KINDS: dict[str, type[Broker]] = {"rabbitmq": RabbitMQ, "garagemq": GarageMQ}
+
+
+# -- brokers that outlive the command that started them (amqpfuzz broker start) ----------------
+
+
+def state_directory() -> Path:
+    """Where ``amqpfuzz broker`` keeps track of the brokers it started."""
+    base = os.environ.get("AMQPFUZZ_STATE") or os.path.join(
+        os.environ.get("XDG_STATE_HOME") or os.path.expanduser("~/.local/state"), "amqpfuzz"
+    )
+    return Path(base) / "brokers"
+
+
+def detach(broker: Broker) -> Path:
+    """Note a started broker so that a later command can list and stop it."""
+    assert broker.process is not None
+    directory = state_directory()
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / f"{broker.kind}-{broker.port}.json"
+    state = {
+        "kind": broker.kind,
+        "port": broker.port,
+        "pid": broker.process.pid,
+        "directory": str(broker.directory),
+        "url": broker.url,
+        "log": str(broker.log_path),
+    }
+    path.write_text(json.dumps(state, indent=2) + "\n")
+    broker._stopping = True  # the watcher of this process must not call its exit a crash
+    return path
+
+
+def detached() -> list[dict[str, object]]:
+    """The brokers ``amqpfuzz broker start`` left running (and whether they still run)."""
+    found = []
+    for path in sorted(state_directory().glob("*.json")):
+        try:
+            state = json.loads(path.read_text())
+        except (OSError, json.JSONDecodeError):
+            continue
+        state["name"] = path.stem
+        state["running"] = _running(int(state["pid"]))
+        found.append(state)
+    return found
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    # a zombie has no life in it either
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return True
+
+
+def stop_detached(name: str) -> bool:
+    """Stop a broker ``amqpfuzz broker start`` left running and remove its data; whether one
+    by that name was known."""
+    path = state_directory() / f"{name}.json"
+    if not path.exists():
+        return False
+    state = json.loads(path.read_text())
+    broker = KINDS[state["kind"]](int(state["port"]), Path(state["directory"]))
+    pid = int(state["pid"])
+    if _running(pid):
+
+        class _Adopted:  # just enough of a Popen to stop a process we did not start here
+            def __init__(self, pid: int) -> None:
+                self.pid = pid
+
+            def poll(self) -> int | None:
+                return None if _running(self.pid) else 0
+
+        broker.shutdown(_Adopted(pid))  # type: ignore[arg-type]
+        deadline = time.monotonic() + 30
+        while _running(pid) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        if _running(pid):
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(pid, signal.SIGKILL)
+    broker.cleanup()
+    shutil.rmtree(broker.directory, ignore_errors=True)
+    path.unlink()
+    return True
 
 
 @contextlib.contextmanager

@@ -260,28 +260,40 @@ class Connection:
         with contextlib.suppress(OSError):
             self.sock.close()
 
-    def wait(self, channel: int, names: tuple[str, ...], timeout: float) -> MethodFrame | Outcome:
-        """The next method named ``names`` on ``channel``, or the Outcome that came instead.
-
-        Frames on the channel before it are discarded (deliveries, returns); a close of the
-        channel or the connection, the socket closing, or ``timeout`` end the wait.
-        """
+    def collect(
+        self, channel: int, names: tuple[str, ...], timeout: float, skip: int = 0
+    ) -> tuple[list[Frame], MethodFrame | Outcome]:
+        """Frames on ``channel`` up to the first method named ``names`` (excluded) after
+        ``skip`` others so named, and that method, or the Outcome that came instead (a close,
+        the socket, a timeout)."""
+        seen: list[Frame] = []
         deadline = time.monotonic() + timeout
         while True:
             queue = self.inbox.get(channel)
             while queue:
                 frame = queue.popleft()
                 if isinstance(frame, MethodFrame):
+                    if frame.name in names and skip == 0:
+                        return seen, frame
                     if frame.name in names:
-                        return frame
+                        skip -= 1  # an answer to the case itself: it stays among the frames
                     if frame.name == "channel.close":
-                        return self.closed_channels.get(channel) or Outcome.closed_by(frame)
+                        return seen, self.closed_channels.get(channel) or Outcome.closed_by(frame)
+                seen.append(frame)
             if self.ended is not None:
-                return self.ended
+                return seen, self.ended
             left = deadline - time.monotonic()
             if left <= 0:
-                return Outcome("timeout", text=f"no {' or '.join(names)} within {timeout:g} s")
+                return seen, Outcome("timeout", text=f"no {' or '.join(names)} in {timeout:g} s")
             self.pump(left)
+
+    def wait(self, channel: int, names: tuple[str, ...], timeout: float) -> MethodFrame | Outcome:
+        """The next method named ``names`` on ``channel``, or the Outcome that came instead.
+
+        Frames on the channel before it are discarded (deliveries, returns); a close of the
+        channel or the connection, the socket closing, or ``timeout`` end the wait.
+        """
+        return self.collect(channel, names, timeout)[1]
 
     def call(self, frame: MethodFrame, timeout: float = 5.0) -> MethodFrame | Outcome:
         """Send a synchronous method and wait for one of its responses."""

@@ -24,9 +24,10 @@ from amqpfuzz.spec.model import PRIMITIVE_TYPES
 
 from .cases import CASE_CHANNEL, Case, Reaction, WireFrame
 from .frames import argument_builder, blobs, content_frames, method_frames_of, sequences_of
-from .mutations import Context, Mutation, malformed
+from .mutations import Context, Mutation, malformed, malformed_builder
 from .operators import catalogue
 from .source import Source, table_generator, type_generator
+from .valid import valid_builder
 
 __all__ = [
     "CASE_CHANNEL",
@@ -40,6 +41,7 @@ __all__ = [
     "field_arrays",
     "field_tables",
     "frame_sequences",
+    "fuzz_cases",
     "malformed_cases",
     "method_frames",
     "mutations",
@@ -266,6 +268,47 @@ def mutations(protocol: str | Spec = "0-9-1") -> tuple[Mutation, ...]:
     return catalogue(_spec(protocol))
 
 
+def fuzz_cases(
+    operators: Sequence[str] | None = None,
+    *,
+    valid_share: float = 0.25,
+    protocol: str | Spec = "0-9-1",
+    frame_max: int = 131072,
+    dialect: str = "rabbit",
+    prefix: str | None = None,
+) -> st.SearchStrategy[Case]:
+    """What a campaign sends: valid cases (any channel-level method a client may send, with
+    the reaction its method requires) about ``valid_share`` of the time, malformed cases
+    (:func:`malformed_cases`) otherwise. One blob decides which and feeds the case, so
+    Hypothesis shrinks towards a valid case of the first method, then the first operator."""
+    if not 0.0 <= valid_share <= 1.0:
+        raise InvalidArgument(f"valid_share={valid_share!r}: must be between 0 and 1")
+    spec = _spec(protocol)
+    chosen = _operators(spec, operators)
+    context = Context(spec, codec_for(spec, _dialect(dialect)), _frame_max(spec, frame_max), prefix)
+    good = valid_builder(spec, context.codec, context.channel_methods, frame_max, prefix=prefix)
+    bad = malformed_builder(chosen, context)
+    cut = round(valid_share * 256)
+
+    def build(blob: bytes) -> Case:
+        src = Source(blob)
+        return good(src) if src.byte() < cut else bad(src)
+
+    return blobs().map(build)
+
+
+def _operators(spec: Spec, operators: Sequence[str] | None) -> list[Mutation]:
+    available = {op.name: op for op in catalogue(spec)}
+    if operators is None:
+        return list(available.values())
+    unknown = [name for name in operators if name not in available]
+    if unknown or not operators:
+        raise InvalidArgument(
+            f"operators={list(operators)!r}: known operators are {list(available)}"
+        )
+    return [available[name] for name in operators]
+
+
 def malformed_cases(
     operators: Sequence[str] | None = None,
     *,
@@ -283,15 +326,6 @@ def malformed_cases(
     catalogue and then towards that operator's simplest frames.
     """
     spec = _spec(protocol)
-    available = {op.name: op for op in catalogue(spec)}
-    if operators is None:
-        chosen = list(available.values())
-    else:
-        unknown = [name for name in operators if name not in available]
-        if unknown or not operators:
-            raise InvalidArgument(
-                f"operators={list(operators)!r}: known operators are {list(available)}"
-            )
-        chosen = [available[name] for name in operators]
+    chosen = _operators(spec, operators)
     context = Context(spec, codec_for(spec, _dialect(dialect)), _frame_max(spec, frame_max), prefix)
     return malformed(chosen, context)

@@ -146,6 +146,8 @@ class Case:
     channel: str = "open"
     note: str = ""
     frames: tuple[Frame, ...] = field(default=(), compare=False)
+    # the drawn blob the case was read from: drawing it again gives the same case
+    blob: bytes = field(default=b"", compare=False, repr=False)
 
     def render(self, channel: int = 1) -> bytes:
         """The exact bytes of the case when run on ``channel``."""

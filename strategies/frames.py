@@ -30,6 +30,7 @@ __all__ = [
     "content_frames",
     "method_frame",
     "method_frames_of",
+    "sequence_builder",
     "sequences_of",
 ]
 
@@ -57,7 +58,9 @@ ZERO: dict[str, Any] = {
 
 
 def blobs(size: int = BLOB) -> st.SearchStrategy[bytes]:
-    return st.binary(max_size=size)
+    """The bytes a frame or case is read from. At least a quarter of the size, so that a case
+    is rarely all zeros past the first few bytes; shrinking still zeroes them."""
+    return st.binary(min_size=size // 4, max_size=size)
 
 
 def _prefixed(fld: Field, prefix: str) -> Gen:
@@ -201,11 +204,27 @@ def sequences_of(
 ) -> st.SearchStrategy[list[Frame]]:
     """A method of ``methods`` and, if it carries content, its header and bodies; one blob
     chooses the method and feeds its arguments and then the content."""
+    build = sequence_builder(
+        spec, methods, channel, frame_max, dialect=dialect, prefix=prefix, max_body=max_body
+    )
+    return blobs().map(lambda blob: build(Source(blob)))
+
+
+def sequence_builder(
+    spec: Spec,
+    methods: Sequence[Method],
+    channel: int,
+    frame_max: int,
+    *,
+    dialect: str = "rabbit",
+    prefix: str | None = None,
+    max_body: int | None = None,
+) -> Callable[[Source], list[Frame]]:
+    """Reads a method of ``methods`` from a source, its arguments, then its content."""
     choices = tuple(methods)
     builders = {m: argument_builder(m, dialect, False, prefix) for m in choices}
 
-    def build(blob: bytes) -> list[Frame]:
-        src = Source(blob)
+    def build(src: Source) -> list[Frame]:
         method = choices[src.below(len(choices))]
         frame = MethodFrame(channel, method, builders[method](src))
         if not method.content:
@@ -213,4 +232,4 @@ def sequences_of(
         content = content_builder(spec, method.class_name, frame_max, dialect, False, 0, max_body)
         return [frame, *content(src, channel)]
 
-    return blobs().map(build)
+    return build

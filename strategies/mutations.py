@@ -21,14 +21,14 @@ from functools import cached_property
 
 from hypothesis import strategies as st
 
-from amqpfuzz.spec import Method, Spec
-from amqpfuzz.spec.codec import Codec, Frame, MethodFrame
+from amqpfuzz.spec import Field, Method, Spec
+from amqpfuzz.spec.codec import Codec, ContentHeader, Frame, MethodFrame
 
 from .cases import CASE_CHANNEL, Case, Reaction, WireFrame, wire_frame
-from .frames import argument_builder, blobs
-from .source import Source
+from .frames import ENTITY_DOMAINS, ZERO, argument_builder, blobs
+from .source import Source, field_generator
 
-__all__ = ["Built", "Context", "Mutation", "malformed"]
+__all__ = ["Built", "Context", "Mutation", "malformed", "malformed_builder"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,6 +85,73 @@ class Context:
         method = src.pick(tuple(methods))
         build = argument_builder(method, self.codec.dialect, False, self.prefix)
         return MethodFrame(channel, method, build(src))
+
+    @cached_property
+    def neutral_methods(self) -> tuple[Method, ...]:
+        """Channel methods a broker simply accepts with plain arguments, once the queues and
+        exchanges they name exist (see :meth:`setup`): all but those taking a delivery tag,
+        which only a delivery can make valid."""
+        return tuple(
+            m for m in self.channel_methods if not any(f.domain == "delivery-tag" for f in m.fields)
+        )
+
+    @cached_property
+    def declarers(self) -> dict[str, Method]:
+        """For each entity domain, the method that creates one: the class's ``declare``."""
+        found: dict[str, Method] = {}
+        for method in self.client_methods:
+            names = [f for f in method.fields if f.domain in ENTITY_DOMAINS and not f.reserved]
+            if method.name == "declare" and names:
+                found.setdefault(names[0].domain, method)
+        return found
+
+    def setup(
+        self, frame: MethodFrame, missing: frozenset[str] = frozenset()
+    ) -> tuple[WireFrame, ...]:
+        """Declarations of the queues and exchanges ``frame`` names (but those in
+        ``missing``), so that what it does next is valid: its breakage is then all that can
+        go wrong."""
+        steps = []
+        for fld, value in zip(frame.method.fields, frame.values, strict=True):
+            declarer = self.declarers.get(fld.domain)
+            if declarer is None or declarer is frame.method or not value or value in missing:
+                continue
+            name = next(f for f in declarer.fields if f.domain == fld.domain and not f.reserved)
+            values = [value if f is name else self.plain(f) for f in declarer.fields]
+            steps.append(self.wire(MethodFrame(frame.channel, declarer, tuple(values))))
+        return tuple(steps)
+
+    def fresh_name(self, src: Source, what: str = "") -> str:
+        """A name nobody has used: the run's prefix, ``what``, eight random characters."""
+        suffix = "".join("abcdefghijklmnopqrstuvwxyz0123456789"[src.below(36)] for _ in range(8))
+        return f"{self.prefix or 'amqpfuzz-'}{what}{suffix}"
+
+    def neutral(self, src: Source, methods: Sequence[Method]) -> MethodFrame:
+        """A frame of one of ``methods`` with the plainest arguments: zeros, new names, and an
+        exchange type every server implements ("direct", which the exchange class's rule
+        ``required-types`` requires)."""
+        method = src.pick(tuple(methods))
+        values = [
+            self.fresh_name(src) if f.domain in ENTITY_DOMAINS and not f.reserved else self.plain(f)
+            for f in method.fields
+        ]
+        return MethodFrame(CASE_CHANNEL, method, tuple(values))
+
+    def plain(self, fld: Field) -> object:
+        """A field's plainest value: zero, or the simplest its asserts allow (0-8's ticket
+        must not be 0); an exchange type every server implements ("direct")."""
+        if fld.reserved:
+            return ZERO[fld.type]
+        if fld.name == "type" and fld.type == "shortstr":
+            return "direct"
+        return field_generator(fld, self.codec.dialect)(Source(b""))
+
+    def completion(self, frame: MethodFrame) -> tuple[WireFrame, ...]:
+        """What must follow a content method for the stream to stay valid: an empty header."""
+        if not frame.method.content:
+            return ()
+        header = ContentHeader(CASE_CHANNEL, frame.method.class_index, 0, {})
+        return (self.wire(header),)
 
     def wire(self, frame: Frame) -> WireFrame:
         return wire_frame(self.codec, frame)
@@ -149,6 +216,7 @@ class Mutation:
             channel=built.channel,
             note=built.note,
             frames=built.frames,
+            blob=src.data,
         )
 
 
@@ -161,10 +229,10 @@ def malformed(operators: Sequence[Mutation], context: Context) -> st.SearchStrat
     """Cases of ``operators``: one blob chooses the operator and then the frames it breaks and
     how, so that Hypothesis shrinks both together: towards the first operator of the list and
     that operator's simplest frames."""
+    build = malformed_builder(operators, context)
+    return blobs().map(lambda blob: build(Source(blob)))
+
+
+def malformed_builder(operators: Sequence[Mutation], context: Context) -> Callable[[Source], Case]:
     choices = tuple(operators)
-
-    def build(blob: bytes) -> Case:
-        src = Source(blob)
-        return choices[src.below(len(choices))].case(src, context)
-
-    return blobs().map(build)
+    return lambda src: choices[src.below(len(choices))].case(src, context)

@@ -16,7 +16,7 @@ from amqpfuzz.spec.codec import ContentBody, ContentHeader, Frame, MethodFrame, 
 from amqpfuzz.spec.codec.tables import DIALECTS, MAX_DEPTH
 
 from .cases import CASE_CHANNEL, WireFrame
-from .frames import ENTITY_DOMAINS, ZERO, content_builder
+from .frames import ENTITY_DOMAINS, ZERO, body_size, content_builder
 from .mutations import BuildFn, Built, Context, Mutation
 from .source import Source
 
@@ -34,56 +34,77 @@ def _not_end(src: Source) -> int:
     return int(src.pick(_bytes_except(frozenset({_END}))))
 
 
-def _base(src: Source, ctx: Context, fields_only: bool = False) -> tuple[MethodFrame, WireFrame]:
-    methods = ctx.channel_methods
+def _base(
+    src: Source, ctx: Context, fields_only: bool = False
+) -> tuple[MethodFrame, WireFrame, tuple[WireFrame, ...]]:
+    """A plain frame to break, its wire form, and what must follow it (a content method's
+    header), so that a broker that lets the breakage pass sees an otherwise valid stream.
+    The declarations it needs go first: see :func:`_framed`."""
+    methods = ctx.neutral_methods
     if fields_only:
         methods = tuple(m for m in methods if m.fields)
-    frame = ctx.frame_of(src, methods)
-    return frame, ctx.wire(frame)
+    frame = ctx.neutral(src, methods)
+    return frame, ctx.wire(frame), ctx.completion(frame)
+
+
+def _framed(ctx: Context, frame: MethodFrame, *steps: WireFrame) -> tuple[WireFrame, ...]:
+    """``steps`` made from ``frame``, after the declarations of what it names."""
+    return (*ctx.setup(frame), *steps)
 
 
 # -- the frame around the payload ----------------------------------------------------------------
 
 
 def frame_end(src: Source, ctx: Context) -> Built:
-    frame, wire = _base(src, ctx)
+    frame, wire, tail = _base(src, ctx)
     end = _not_end(src)
     broken = wire._replace(end=end, note=f"with frame-end 0x{end:02x}")
-    return Built((broken,), frame.name, f"frame-end 0x{end:02x}", frames=(frame,))
+    return Built(
+        _framed(ctx, frame, broken, *tail), frame.name, f"frame-end 0x{end:02x}", frames=(frame,)
+    )
 
 
 def size_larger(src: Source, ctx: Context) -> Built:
-    frame, wire = _base(src, ctx)
+    frame, wire, tail = _base(src, ctx)
     extra = src.between(1, 16)
     # the broker reads ``extra`` bytes past the real end; the last is where it wants 0xCE
     trailer = src.take(extra - 1) + bytes((_not_end(src),))
     size = len(wire.payload) + extra
     broken = wire._replace(size=size, trailer=trailer, note=f"with size {size} (+{extra})")
-    return Built((broken,), frame.name, f"size field {extra} larger", frames=(frame,))
+    return Built(
+        _framed(ctx, frame, broken, *tail),
+        frame.name,
+        f"size field {extra} larger",
+        frames=(frame,),
+    )
 
 
 def size_smaller(src: Source, ctx: Context) -> Built:
-    frame, wire = _base(src, ctx)
+    frame, wire, tail = _base(src, ctx)
     payload = wire.payload
     # where the short size puts the frame end, the payload must not happen to hold 0xCE
     cuts = tuple(k for k in range(1, len(payload) + 1) if payload[len(payload) - k] != _END)
     cut = int(src.pick(cuts))
     size = len(payload) - cut
     broken = wire._replace(size=size, note=f"with size {size} (-{cut})")
-    return Built((broken,), frame.name, f"size field {cut} smaller", frames=(frame,))
+    return Built(
+        _framed(ctx, frame, broken, *tail), frame.name, f"size field {cut} smaller", frames=(frame,)
+    )
 
 
 def unknown_frame_type(src: Source, ctx: Context) -> Built:
     codec = ctx.codec
     known = {codec.frame_method, codec.frame_header, codec.frame_body, codec.frame_heartbeat}
-    frame, wire = _base(src, ctx)
+    frame, wire, tail = _base(src, ctx)
     kind = int(src.pick(_bytes_except(frozenset(known))))
     broken = wire._replace(frame_type=kind, note=f"as frame type {kind}")
-    return Built((broken,), frame.name, f"frame type {kind}", frames=(frame,))
+    return Built(
+        _framed(ctx, frame, broken, *tail), frame.name, f"frame type {kind}", frames=(frame,)
+    )
 
 
 def above_frame_max(src: Source, ctx: Context) -> Built:
-    publish = ctx.frame_of(src, ctx.content_methods)
+    publish = _publish(src, ctx)
     over = src.between(1, 64)
     body = bytes(ctx.frame_max - 8 + over)
     header = ContentHeader(CASE_CHANNEL, publish.method.class_index, len(body), {})
@@ -114,18 +135,22 @@ def heartbeat_channel(src: Source, ctx: Context) -> Built:
 
 
 def truncated(src: Source, ctx: Context) -> Built:
-    frame, wire = _base(src, ctx, fields_only=True)
+    frame, wire, tail = _base(src, ctx, fields_only=True)
     keep = src.between(4, len(wire.payload) - 1)
     note = f"cut to {keep} of {len(wire.payload)} payload bytes"
     broken = wire._replace(payload=wire.payload[:keep], note=note)
-    return Built((broken,), frame.name, f"arguments cut after {keep - 4} bytes", frames=(frame,))
+    return Built(
+        (broken, *tail), frame.name, f"arguments cut after {keep - 4} bytes", frames=(frame,)
+    )
 
 
 def trailing(src: Source, ctx: Context) -> Built:
-    frame, wire = _base(src, ctx)
+    frame, wire, tail = _base(src, ctx)
     extra = src.take(src.between(1, 16))
     broken = wire._replace(payload=wire.payload + extra, note=f"+ {extra!r}")
-    return Built((broken,), frame.name, f"{len(extra)} bytes after the arguments", frames=(frame,))
+    return Built(
+        (broken, *tail), frame.name, f"{len(extra)} bytes after the arguments", frames=(frame,)
+    )
 
 
 def unknown_class(src: Source, ctx: Context) -> Built:
@@ -157,8 +182,8 @@ def unknown_method(src: Source, ctx: Context) -> Built:
 def _pick_field(
     src: Source, ctx: Context, wanted: frozenset[str], with_asserts: bool = False
 ) -> tuple[MethodFrame, int, Field]:
-    method, index = src.pick(_fields_of(ctx.channel_methods, wanted, with_asserts))
-    frame = ctx.frame_of(src, (method,))
+    method, index = src.pick(_fields_of(ctx.neutral_methods, wanted, with_asserts))
+    frame = ctx.neutral(src, (method,))
     return frame, index, method.fields[index]
 
 
@@ -229,8 +254,8 @@ def _syntax_rule(fld: Field) -> tuple[str, ...]:
 
 
 def assert_violation(src: Source, ctx: Context) -> Built:
-    method, index = src.pick(_fields_of(ctx.channel_methods, _SCALARS, True))
-    frame = ctx.frame_of(src, (method,))
+    method, index = src.pick(_fields_of(ctx.neutral_methods, _SCALARS, True))
+    frame = ctx.neutral(src, (method,))
     fld = method.fields[index]
     prefix = ctx.prefix or "" if fld.domain in ENTITY_DOMAINS else ""
     what, value = src.pick(tuple(_violations(src, fld, prefix)))
@@ -240,7 +265,9 @@ def assert_violation(src: Source, ctx: Context) -> Built:
     step = ctx.wire(broken)._replace(note=f"({fld.name} breaks {what})")
     ref = f"{frame.name}/{fld.name}"
     note = f"{fld.name} breaks {what}"
-    return Built((step,), ref, note, frames=(broken,), codes=_syntax_rule(fld))
+    return Built(
+        (step, *ctx.completion(frame)), ref, note, frames=(broken,), codes=_syntax_rule(fld)
+    )
 
 
 def string_overrun(src: Source, ctx: Context) -> Built:
@@ -262,13 +289,20 @@ def string_overrun(src: Source, ctx: Context) -> Built:
         step = WireFrame(
             ctx.codec.frame_method, CASE_CHANNEL, payload, f"with {what}", source=frame
         )
-        return Built((step,), f"{frame.name}/{fld.name}", what, frames=(frame,))
+        return Built(
+            (step, *ctx.completion(frame)), f"{frame.name}/{fld.name}", what, frames=(frame,)
+        )
     length = src.between(least, min(least + 64, top))
     prefix = raw.octet(length) if fld.type == "shortstr" else raw.long(length)
     what = f"{fld.name} length prefix {length} for {len(data)} bytes"
     step = _field_step(ctx, frame, index, prefix + data, what)
     note = f"{fld.name} length {length} overruns the frame"
-    return Built((step,), f"{frame.name}/{fld.name}", note, frames=(frame,))
+    return Built(
+        _framed(ctx, frame, step, *ctx.completion(frame)),
+        f"{frame.name}/{fld.name}",
+        note,
+        frames=(frame,),
+    )
 
 
 _NOT_UTF8 = (
@@ -285,7 +319,12 @@ def bad_utf8(src: Source, ctx: Context) -> Built:
     frame, index, fld = _pick_field(src, ctx, frozenset({"shortstr"}))
     junk = src.pick(_NOT_UTF8)
     step = _field_step(ctx, frame, index, raw.shortstr(junk), f"{fld.name} = {junk!r} (not UTF-8)")
-    return Built((step,), f"{frame.name}/{fld.name}", f"{fld.name} is not UTF-8", frames=(frame,))
+    return Built(
+        (step, *ctx.completion(frame)),
+        f"{frame.name}/{fld.name}",
+        f"{fld.name} is not UTF-8",
+        frames=(frame,),
+    )
 
 
 def bad_table_type(src: Source, ctx: Context) -> Built:
@@ -295,7 +334,12 @@ def bad_table_type(src: Source, ctx: Context) -> Built:
     table = raw.table([raw.TableEntry(b"key", code, src.take(src.below(9)))])
     step = _field_step(ctx, frame, index, table, f"{fld.name} entry of type code {code!r}")
     note = f"table type code {code!r}"
-    return Built((step,), f"{frame.name}/{fld.name}", note, frames=(frame,))
+    return Built(
+        _framed(ctx, frame, step, *ctx.completion(frame)),
+        f"{frame.name}/{fld.name}",
+        note,
+        frames=(frame,),
+    )
 
 
 def table_overrun(src: Source, ctx: Context) -> Built:
@@ -305,7 +349,12 @@ def table_overrun(src: Source, ctx: Context) -> Built:
     what = f"{fld.name} length prefix {length}, no entries"
     step = _field_step(ctx, frame, index, raw.long(length), what)
     note = f"table length {length} overruns the frame"
-    return Built((step,), f"{frame.name}/{fld.name}", note, frames=(frame,))
+    return Built(
+        _framed(ctx, frame, step, *ctx.completion(frame)),
+        f"{frame.name}/{fld.name}",
+        note,
+        frames=(frame,),
+    )
 
 
 def deep_table(src: Source, ctx: Context) -> Built:
@@ -317,18 +366,50 @@ def deep_table(src: Source, ctx: Context) -> Built:
         inner = raw.table([raw.TableEntry(b"t", table_code, inner)])
     step = _field_step(ctx, frame, index, inner, f"{fld.name} nested {depth} tables deep")
     note = f"tables nested {depth} deep"
-    return Built((step,), f"{frame.name}/{fld.name}", note, frames=(frame,))
+    return Built(
+        _framed(ctx, frame, step, *ctx.completion(frame)),
+        f"{frame.name}/{fld.name}",
+        note,
+        frames=(frame,),
+    )
 
 
 # -- content ---------------------------------------------------------------------------------------
 
 
+def _publish(src: Source, ctx: Context) -> MethodFrame:
+    """A content method with plain arguments (the default exchange, a routing key nobody
+    binds), so that what happens to its content is all that can go wrong."""
+    frame = ctx.neutral(src, ctx.content_methods)
+    values = [
+        "" if f.domain == "exchange-name" else v
+        for f, v in zip(frame.method.fields, frame.values, strict=True)
+    ]
+    return MethodFrame(CASE_CHANNEL, frame.method, tuple(values))
+
+
 def _content(
-    src: Source, ctx: Context, least: int = 0, bodies: bool = True
+    src: Source,
+    ctx: Context,
+    least: int = 0,
+    bodies: bool = True,
+    plain: bool = False,
+    most: int | None = None,
 ) -> tuple[MethodFrame, list[Frame]]:
     """A content method and its header and bodies (a body of at least ``least`` bytes; only
-    the header if ``bodies`` is false)."""
-    publish = ctx.frame_of(src, ctx.content_methods)
+    the header if ``bodies`` is false). ``plain`` content has no properties: when the order
+    or size of frames is what is broken, a property (an expiration a broker cannot parse)
+    must not be what the broker answers."""
+    publish = _publish(src, ctx)
+    if plain:
+        size = body_size(src, ctx.frame_max, least, most)
+        chunk = ctx.frame_max - 8
+        header = ContentHeader(CASE_CHANNEL, publish.method.class_index, size, {})
+        frames: list[Frame] = [header]
+        frames += [
+            ContentBody(CASE_CHANNEL, bytes(min(chunk, size - i))) for i in range(0, size, chunk)
+        ]
+        return publish, frames
     build = content_builder(
         ctx.spec,
         publish.method.class_name,
@@ -362,7 +443,7 @@ def body_alone(src: Source, ctx: Context) -> Built:
 
 
 def body_too_long(src: Source, ctx: Context) -> Built:
-    publish, frames = _content(src, ctx)
+    publish, frames = _content(src, ctx, plain=True)
     extra = ContentBody(CASE_CHANNEL, src.take(src.between(1, 32)))
     sequence = [publish, *frames, extra]
     note = f"{len(extra.payload)} body bytes more than declared"
@@ -370,7 +451,7 @@ def body_too_long(src: Source, ctx: Context) -> Built:
 
 
 def method_in_content(src: Source, ctx: Context) -> Built:
-    publish, frames = _content(src, ctx, least=1)
+    publish, frames = _content(src, ctx, least=1, plain=True)
     intruder = ctx.frame_of(src, ctx.channel_methods)
     cut = src.between(1, len(frames) - 1)  # after the header, before the last body
     sequence = [publish, *frames[:cut], intruder, *frames[cut:]]
@@ -379,7 +460,7 @@ def method_in_content(src: Source, ctx: Context) -> Built:
 
 
 def header_class(src: Source, ctx: Context) -> Built:
-    publish, frames = _content(src, ctx)
+    publish, frames = _content(src, ctx, plain=True)
     header = frames[0]
     assert isinstance(header, ContentHeader)
     other = src.between(0, 0xFFFF)
@@ -393,7 +474,7 @@ def header_class(src: Source, ctx: Context) -> Built:
 
 
 def property_flags(src: Source, ctx: Context) -> Built:
-    publish, frames = _content(src, ctx, bodies=False)
+    publish, frames = _content(src, ctx, plain=True, most=0)  # no body: the header is all
     header = frames[0]
     assert isinstance(header, ContentHeader)
     count = len(ctx.spec.amqp_class(publish.method.class_name).properties)
@@ -415,7 +496,7 @@ def property_flags(src: Source, ctx: Context) -> Built:
 def closed_channel(src: Source, ctx: Context) -> Built:
     frame = ctx.frame_of(src, ctx.channel_methods)
     return Built(
-        (ctx.wire(frame),),
+        (ctx.wire(frame), *ctx.completion(frame)),
         frame.name,
         "on a channel that is not open",
         channel="closed",
@@ -427,9 +508,8 @@ def before_open(src: Source, ctx: Context) -> Built:
     first = ctx.frame_of(src, ctx.channel_methods)
     opener = ctx.codec.method("channel.open", CASE_CHANNEL)
     note = f"{first.name} before channel.open"
-    return Built(
-        _sequence(ctx, [first, opener]), first.name, note, channel="closed", frames=(first, opener)
-    )
+    steps = (ctx.wire(first), *ctx.completion(first), ctx.wire(opener))
+    return Built(steps, first.name, note, channel="closed", frames=(first, opener))
 
 
 def reopen(src: Source, ctx: Context) -> Built:
@@ -484,11 +564,6 @@ def _plain(method: Method) -> list[object]:
     ]
 
 
-def _missing_name(src: Source, ctx: Context) -> str:
-    suffix = "".join("abcdefghijklmnopqrstuvwxyz0123456789"[src.below(36)] for _ in range(8))
-    return f"{ctx.prefix or 'amqpfuzz-'}missing-{suffix}"
-
-
 @functools.cache
 def _entity_rules(spec: Spec) -> tuple[tuple[Method, Field | None, str], ...]:
     """Rules that fail with not-found on a method naming a queue or exchange."""
@@ -519,31 +594,34 @@ def _tag_rules(spec: Spec) -> tuple[tuple[Method, Field | None, str], ...]:
     return tuple(x for x in rules if x[2].endswith("/exists"))
 
 
-def _entity_case(src: Source, ctx: Context, name: Callable[[str], str]) -> Built:
-    """A not-found rule on an entity name, broken: the method naming one that does not exist."""
+def _entity_case(src: Source, ctx: Context) -> Built:
+    """A not-found rule on an entity name, broken: the method naming one that does not exist
+    (every other name it uses is declared first)."""
     method, rule_field, ref = src.pick(_entity_rules(ctx.spec))
-    values = _plain(method)
-    named = name(_missing_name(src, ctx))
+    frame = ctx.neutral(src, (method,))
+    missing = ctx.fresh_name(src, "missing-")
+    values = list(frame.values)
     for i, fld in enumerate(method.fields):
         if rule_field is not None and fld is rule_field and fld.type == "bit":
             values[i] = True  # the rule is about this flag (queue.declare's passive)
         elif fld.domain in ENTITY_DOMAINS and (
             rule_field is None or rule_field.type == "bit" or fld is rule_field
         ):
-            values[i] = named
+            values[i] = missing
     broken = MethodFrame(CASE_CHANNEL, method, tuple(values))
-    return Built((ctx.wire(broken),), ref, f"breaks rule {ref}", channel="fresh", frames=(broken,))
+    steps = (*ctx.setup(broken, frozenset({missing})), ctx.wire(broken), *ctx.completion(broken))
+    return Built(steps, ref, f"breaks rule {ref}", channel="fresh", frames=(broken,))
 
 
 def missing_entity(src: Source, ctx: Context) -> Built:
-    return _entity_case(src, ctx, lambda name: name)
+    return _entity_case(src, ctx)
 
 
 def reserved_name(src: Source, ctx: Context) -> Built:
     method, rule_field, ref = src.pick(_reserved_rules(ctx.spec))
     values = _plain(method)
     index = method.fields.index(rule_field) if rule_field is not None else 0
-    values[index] = "amq." + _missing_name(src, ctx)  # ours, if a lenient broker declares it
+    values[index] = "amq." + ctx.fresh_name(src)  # ours, if a lenient broker declares it
     broken = MethodFrame(CASE_CHANNEL, method, tuple(values))
     return Built((ctx.wire(broken),), ref, f"breaks rule {ref}", channel="fresh", frames=(broken,))
 

@@ -11,18 +11,19 @@ queue is named). Those closes are tolerated; any other is a failure.
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from hypothesis import strategies as st
 
 from amqpfuzz.spec import Constant, Method, Spec
-from amqpfuzz.spec.codec import Codec, Frame
+from amqpfuzz.spec.codec import Codec
 from amqpfuzz.spec.model import PRIMITIVE_TYPES
 
 from .cases import CASE_CHANNEL, Case, Reaction, wire_frame
-from .frames import sequences_of
+from .frames import blobs, sequence_builder
+from .source import Source
 
-__all__ = ["tolerated", "valid"]
+__all__ = ["tolerated", "valid", "valid_builder"]
 
 
 @functools.lru_cache(maxsize=1024)
@@ -51,17 +52,33 @@ def valid(
     max_body: int | None = None,
 ) -> st.SearchStrategy[Case]:
     """Valid cases of ``methods`` on the case's channel (one blob: method, arguments, content)."""
+    build = valid_builder(spec, codec, methods, frame_max, prefix=prefix, max_body=max_body)
+    return blobs().map(lambda blob: build(Source(blob)))
 
-    def case(frames: list[Frame]) -> Case:
+
+def valid_builder(
+    spec: Spec,
+    codec: Codec,
+    methods: Sequence[Method],
+    frame_max: int,
+    *,
+    prefix: str | None = None,
+    max_body: int | None = None,
+) -> Callable[[Source], Case]:
+    """Reads a valid case from a source."""
+
+    def case(src: Source) -> Case:
+        frames = build(src)
         method = frames[0].method  # type: ignore[union-attr]
         return Case(
             steps=tuple(wire_frame(codec, f) for f in frames),
             expected=Reaction.reply(_responses(method), tolerated(spec, method)),
             spec_ref=method.full_name,
             frames=tuple(frames),
+            blob=src.data,
         )
 
-    sequences = sequences_of(
+    build = sequence_builder(
         spec,
         methods,
         CASE_CHANNEL,
@@ -70,4 +87,4 @@ def valid(
         prefix=prefix,
         max_body=max_body,
     )
-    return sequences.map(case)
+    return case

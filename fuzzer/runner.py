@@ -1,0 +1,440 @@
+"""Running cases against one target, fast: reused connections, probes, spares, channels in flight.
+
+* Cases that should leave the connection open run on one long-lived connection, several at
+  once, each on its own channel. After a case comes a *probe* (``basic.qos``, synchronous and
+  harmless) on the same channel: its ``qos-ok`` proves the channel survived, with no waiting
+  for a timeout.
+* Cases that end their connection (hard errors, and cases that need channel 0 or a channel
+  that is not open) run on *spare* connections, prepared ahead in the background while the
+  others run, several at once.
+* If a connection dies with several cases in flight, each of them runs again alone, so that
+  what happened is pinned on the case that did it.
+
+Every name a case creates starts with the run's prefix; the runner notes the queues and
+exchanges declared, and :meth:`Runner.cleanup` deletes them, and only them.
+"""
+
+from __future__ import annotations
+
+import select
+import time
+from collections import deque
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+
+from amqpfuzz.spec import AmqpfuzzError
+from amqpfuzz.spec.codec import Frame, MethodFrame
+from amqpfuzz.strategies import Case
+
+from .brokers import Broker
+from .oracles import Failure, Observation, judge
+from .targets import Target
+from .transport import Connection, ConnectionFailed, Outcome
+
+__all__ = ["CONTROL", "PROBE_NAMES", "Result", "Runner", "own_channel"]
+
+PROBE_NAMES = ("basic.qos-ok",)
+CONTROL = 1  # the channel a spare connection keeps open for probes
+
+
+@dataclass(frozen=True)
+class Result:
+    """One case as run: where, what came of it, and the oracles' verdict."""
+
+    case: Case
+    outcome: Outcome
+    channel: int
+    duration_s: float
+    data: bytes
+    failure: Failure | None
+
+    @property
+    def verdict(self) -> str:
+        return "fail" if self.failure is not None else "pass"
+
+
+def _needs_own_connection(case: Case) -> bool:
+    """Cases that end a connection, or that need channel 0 or a channel not open, get one."""
+    if case.channel in ("closed", "none") or case.kills_connection:
+        return True
+    return any(not c.is_soft_error for c in case.expected.tolerated)
+
+
+def own_channel(case: Case) -> int:
+    """The channel a case runs on when it has a connection of its own: the control channel
+    if it needs an open one, the next (not open) otherwise."""
+    return CONTROL if case.channel in ("open", "fresh") else CONTROL + 1
+
+
+def _echoes(case: Case) -> int:
+    """How many answers like the probe's the case itself asks for (its own basic.qos)."""
+    return sum(1 for f in case.frames if isinstance(f, MethodFrame) and f.name == "basic.qos")
+
+
+def _has_no_wait(frame: Frame) -> bool:
+    return isinstance(frame, MethodFrame) and any(
+        f.name in ("no-wait", "nowait") and v
+        for f, v in zip(frame.method.fields, frame.values, strict=False)
+    )
+
+
+def _abort_spare(future: Future[Connection]) -> None:
+    """Close a spare connection nobody will use (if it opened at all)."""
+    if not future.cancelled() and future.exception() is None:
+        future.result().abort()
+
+
+class Runner:
+    """Runs batches of cases against ``target`` and judges each with the oracles."""
+
+    def __init__(
+        self,
+        target: Target,
+        *,
+        protocol: str = "0-9-1",
+        timeout: float = 5.0,
+        in_flight: int = 8,
+        broker: Broker | None = None,
+        prefix: str = "",
+        settle: float = 0.05,
+        grace: float = 0.0,
+    ) -> None:
+        self.target = target
+        # a broker that must close the connection has this long before we ask whether it will
+        self.settle = settle
+        # after a probe's answer, this long for a close that was on its way
+        self.grace = grace
+        self.protocol = protocol
+        self.timeout = timeout
+        self.in_flight = max(1, in_flight)
+        self.broker = broker
+        self.prefix = prefix
+        self.main: Connection | None = None
+        self.frame_max = 131072
+        self._spares: deque[Future[Connection]] = deque()
+        self._executor = ThreadPoolExecutor(max_workers=2, thread_name_prefix="amqpfuzz-spares")
+        self._channels: deque[int] = deque()
+        self._next_channel = 1
+        self.queues: set[str] = set()
+        self.exchanges: set[str] = set()
+
+    # -- connections -----------------------------------------------------------------------
+
+    def _open(self) -> Connection:
+        connection = Connection.open(self.target, protocol=self.protocol, timeout=self.timeout)
+        self.frame_max = connection.frame_max
+        return connection
+
+    def _spare(self) -> Connection:
+        connection = self._open()
+        if connection.open_channel(CONTROL, self.timeout) is not None:
+            raise ConnectionFailed(f"{self.target.safe_url}: cannot open a channel")
+        return connection
+
+    def start(self) -> Runner:
+        """Open the main connection (raises ConnectionFailed: unreachable, refused login)."""
+        self.main = self._open()
+        self._prepare(self.in_flight)
+        return self
+
+    def _prepare(self, count: int) -> None:
+        while len(self._spares) < count:
+            self._spares.append(self._executor.submit(self._spare))
+
+    def _take_spare(self) -> Connection | Outcome:
+        """A prepared connection, or broker-down if none can be had."""
+        if not self._spares:
+            self._prepare(1)
+        future = self._spares.popleft()
+        self._prepare(self.in_flight)
+        try:
+            return future.result(timeout=self.timeout * 3)
+        except (AmqpfuzzError, TimeoutError, OSError) as exc:
+            return Outcome("broker-down", text=str(exc))
+
+    def _main(self) -> Connection:
+        if self.main is None or not self.main.alive:
+            self.main = self._open()
+            self._channels.clear()
+        return self.main
+
+    def alive(self) -> bool:
+        """Whether the broker still accepts a new connection (and its process runs)."""
+        if self.broker is not None and self.broker.crashed:
+            return False
+        try:
+            self._open().close()
+        except AmqpfuzzError:
+            return False
+        return True
+
+    # -- running ---------------------------------------------------------------------------
+
+    def run(self, cases: list[Case]) -> list[Result]:
+        """Run ``cases`` (in flight as far as they allow) and judge each; results in order."""
+        results: dict[int, Result] = {}
+        shared = [i for i, c in enumerate(cases) if not _needs_own_connection(c)]
+        own = [i for i, c in enumerate(cases) if _needs_own_connection(c)]
+        for start in range(0, len(shared), self.in_flight):
+            group = [(i, cases[i]) for i in shared[start : start + self.in_flight]]
+            results.update(self._checked(group, self._run_shared(group)))
+        for start in range(0, len(own), self.in_flight):
+            group = [(i, cases[i]) for i in own[start : start + self.in_flight]]
+            results.update(self._checked(group, self._run_own(group)))
+        return [results[i] for i in range(len(cases))]
+
+    def _checked(
+        self, group: list[tuple[int, Case]], results: dict[int, Result]
+    ) -> dict[int, Result]:
+        """Liveness after a group: a new connection must still be accepted. When it is not,
+        the group's last case carries the failure, and the bytes of every case in the group
+        (one of them did it)."""
+        calm = all(r.outcome.kind in ("reply", "channel-close") for r in results.values())
+        if calm and not (self.broker is not None and self.broker.crashed):
+            return results
+        if self.alive():
+            return results
+        last, case = group[-1]
+        ran = results[last]
+        data = b"".join(results[i].data for i, _ in group)
+        seen = Observation(
+            case, ran.outcome, alive=False, crashed=bool(self.broker and self.broker.crashed)
+        )
+        results[last] = Result(case, ran.outcome, ran.channel, ran.duration_s, data, judge(seen))
+        return results
+
+    def _channel_for(self, connection: Connection, case: Case) -> tuple[int, bool]:
+        """An open channel for an ``open`` case; for the others, a newly opened one. New
+        numbers go round the whole range, so a number comes back long after its close-ok."""
+        while case.channel == "open" and self._channels:
+            channel = self._channels.popleft()
+            if channel in connection.open_channels:
+                return channel, False
+        top = max(2, min(connection.channel_max, 2047))
+        while True:
+            channel = self._next_channel
+            self._next_channel = self._next_channel % top + 1
+            if channel not in connection.open_channels:
+                break
+        connection.inbox.pop(channel, None)
+        connection.closed_channels.pop(channel, None)
+        connection.send_frame(connection.codec.method("channel.open", channel))
+        return channel, True
+
+    def _release(self, connection: Connection, case: Case, channel: int) -> None:
+        """An open channel goes back to the pool; one opened fresh is closed (its state is
+        the case's), and so is any beyond what is needed in flight."""
+        if case.channel == "open" and len(self._channels) < self.in_flight:
+            self._channels.append(channel)
+            return
+        connection.send_frame(connection.codec.method("channel.close", channel, reply_code=200))
+        connection.open_channels.discard(channel)
+
+    def _run_shared(self, group: list[tuple[int, Case]]) -> dict[int, Result]:
+        try:
+            connection = self._main()
+        except AmqpfuzzError as exc:
+            down = Outcome("broker-down", text=str(exc))
+            return {i: self._judged(case, down, 0, 0.0, b"") for i, case in group}
+        started = time.monotonic()
+        placed = []
+        for i, case in group:
+            channel, opened = self._channel_for(connection, case)
+            placed.append((i, case, channel, opened))
+        for _, _, channel, opened in placed:
+            if opened:
+                reply = connection.wait(channel, ("channel.open-ok",), self.timeout)
+                if isinstance(reply, Outcome):
+                    return self._isolated(group)
+                connection.open_channels.add(channel)
+        sent = {}
+        for i, case, channel, _ in placed:
+            sent[i] = case.render(channel)
+            connection.send(sent[i] + self._probe(connection, channel))
+        results = {}
+        for i, case, channel, _ in placed:
+            frames, end = connection.collect(channel, PROBE_NAMES, self.timeout, _echoes(case))
+            outcome = self._outcome(case, frames, end, connection, channel)
+            if connection.ended is not None and len(placed) > 1:
+                return self._isolated(group)
+            if outcome.kind == "reply":
+                self._release(connection, case, channel)
+            self._note(case, frames)
+            results[i] = self._judged(case, outcome, channel, time.monotonic() - started, sent[i])
+        return results
+
+    def _run_own(self, group: list[tuple[int, Case]]) -> dict[int, Result]:
+        """Each case on a spare connection of its own, all of them in flight at once.
+
+        A case expected to end its connection is sent alone, with no probe behind it: a broker
+        that closes a socket with bytes unread resets it, and the reset throws away the
+        connection.close it had just sent. Only if nothing happens within the settle time is
+        the probe sent, on the control channel, to learn that the broker let the case pass.
+        """
+        taken = [(i, case, self._take_spare()) for i, case in group]
+        started = time.monotonic()
+        sent: dict[int, bytes] = {}
+        for i, case, connection in taken:
+            if isinstance(connection, Connection):
+                sent[i] = case.render(own_channel(case))
+                probe = b"" if case.kills_connection else self._probe(connection, CONTROL)
+                connection.send(sent[i] + probe)
+        self._settle(
+            [c for _, case, c in taken if isinstance(c, Connection) and case.kills_connection]
+        )
+        results = {}
+        for i, case, connection in taken:
+            if isinstance(connection, Outcome):
+                results[i] = self._judged(case, connection, 0, 0.0, b"")
+                continue
+            if case.kills_connection and connection.ended is None:
+                connection.send(self._probe(connection, CONTROL))
+            echoes = _echoes(case) if case.channel in ("open", "fresh") else 0
+            frames, end = connection.collect(CONTROL, PROBE_NAMES, self.timeout, echoes)
+            if isinstance(end, MethodFrame):  # accepted: a close may still be on its way
+                connection.pump(self.grace)
+                if connection.ended is not None:
+                    end = connection.ended
+                elif CONTROL + 1 in connection.closed_channels:  # the case's closed channel
+                    end = connection.closed_channels[CONTROL + 1]
+            outcome = self._outcome(case, frames, end, connection, CONTROL)
+            self._note(case, frames)
+            connection.abort()
+            results[i] = self._judged(case, outcome, CONTROL, time.monotonic() - started, sent[i])
+        return results
+
+    def _settle(self, connections: list[Connection]) -> None:
+        """Wait, all at once, up to the settle time for each connection to end."""
+        deadline = time.monotonic() + self.settle
+        waiting = [c for c in connections if c.ended is None]
+        while waiting and time.monotonic() < deadline:
+            ready, _, _ = select.select(
+                [c.sock for c in waiting], [], [], deadline - time.monotonic()
+            )
+            for connection in waiting:
+                if connection.sock in ready:
+                    connection.pump(0)
+            waiting = [c for c in waiting if c.ended is None]
+
+    def run_alone(self, case: Case) -> Result:
+        """One case on a connection of its own (how a reproducer is replayed)."""
+        results = self._checked([(0, case)], self._run_own([(0, case)]))
+        return results[0]
+
+    def _isolated(self, group: list[tuple[int, Case]]) -> dict[int, Result]:
+        """Run each case alone on its own connection: which one ended the shared one?"""
+        results = {}
+        for item in group:
+            results.update(self._run_own([item]))
+        return results
+
+    @staticmethod
+    def _probe(connection: Connection, channel: int) -> bytes:
+        return connection.codec.encode(connection.codec.method("basic.qos", channel))
+
+    def _outcome(
+        self,
+        case: Case,
+        frames: list[Frame],
+        end: MethodFrame | Outcome,
+        connection: Connection,
+        channel: int,
+    ) -> Outcome:
+        """What the broker did: a close, or (the probe answered) a reply once the case's
+        synchronous methods have their responses. A response may come after the probe's
+        (RabbitMQ's queue process sends basic.consume-ok, its channel sends qos-ok), so the
+        ones missing are awaited too, within the timeout."""
+        missing = self._missing_responses(case, frames)
+        while missing and isinstance(end, MethodFrame):
+            more, found = connection.collect(channel, missing, self.timeout)
+            frames = [*frames, *more, *([found] if isinstance(found, MethodFrame) else [])]
+            if isinstance(found, Outcome):
+                end = found
+            missing = self._missing_responses(case, frames)
+        if isinstance(end, Outcome):
+            if (
+                end.kind in ("socket-close", "timeout")
+                and self.broker is not None
+                and self.broker.crashed
+            ):
+                return Outcome("broker-down", text=f"the broker process died ({end.text})")
+            return end
+        return Outcome(
+            "reply",
+            text=", ".join(f.name for f in frames if isinstance(f, MethodFrame)),
+            frames=tuple(frames),
+        )
+
+    @staticmethod
+    def _missing_responses(case: Case, frames: list[Frame]) -> str:
+        if case.mutation is not None:
+            return ""
+        got = {f.name for f in frames if isinstance(f, MethodFrame)}
+        for frame in case.frames:
+            if (
+                isinstance(frame, MethodFrame)
+                and frame.method.responses
+                and not _has_no_wait(frame)
+            ):
+                wanted = {f"{frame.method.class_name}.{r}" for r in frame.method.responses}
+                if not wanted & got:
+                    return " or ".join(sorted(wanted))
+        return ""
+
+    def _judged(
+        self, case: Case, outcome: Outcome, channel: int, duration: float, data: bytes
+    ) -> Result:
+        crashed = bool(self.broker is not None and self.broker.crashed)
+        seen = Observation(case, outcome, alive=outcome.kind != "broker-down", crashed=crashed)
+        return Result(case, outcome, channel, duration, data, judge(seen))
+
+    # -- what was created ------------------------------------------------------------------
+
+    def _note(self, case: Case, replies: list[Frame]) -> None:
+        """Remember the queues and exchanges this case may have created, to delete them."""
+        for frame in [*case.frames, *replies]:
+            if not isinstance(frame, MethodFrame):
+                continue
+            args = frame.arguments
+            if frame.name in ("queue.declare", "queue.declare-ok") and args.get("queue"):
+                self.queues.add(str(args["queue"]))
+            elif frame.name == "exchange.declare" and args.get("exchange"):
+                self.exchanges.add(str(args["exchange"]))
+
+    def cleanup(self) -> int:
+        """Delete the queues and exchanges the run declared (only names it made); how many."""
+        ours = (
+            [q for q in self.queues if self._ours(q)],
+            [e for e in self.exchanges if self._ours(e)],
+        )
+        if not any(ours):
+            return 0
+        try:
+            connection = self._open()
+        except AmqpfuzzError:
+            return 0
+        deleted = 0
+        channel = 1
+        for kind, names in (("queue", ours[0]), ("exchange", ours[1])):
+            for name in sorted(names):
+                if connection.open_channel(channel, self.timeout) is not None:
+                    break
+                frame = connection.codec.method(f"{kind}.delete", channel, **{kind: name})
+                if isinstance(connection.call(frame, self.timeout), MethodFrame):
+                    deleted += 1
+                channel = channel % 2000 + 1
+        connection.close()
+        return deleted
+
+    def _ours(self, name: str) -> bool:
+        return bool(self.prefix) and (
+            name.startswith(self.prefix) or name.startswith("amq." + self.prefix)
+        )
+
+    def close(self) -> None:
+        if self.main is not None:
+            self.main.close()
+        for future in self._spares:
+            future.add_done_callback(_abort_spare)
+        self._spares.clear()
+        self._executor.shutdown(wait=False, cancel_futures=True)
