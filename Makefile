@@ -6,10 +6,10 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 # Debian packages the project needs: the brokers under test and a Java runtime (PySpark).
-DEBS := rabbitmq-server garagemq openjdk-17-jre-headless
+DEBS := rabbitmq-server garagemq openjdk-17-jre-headless chromium
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 STAMP := $(VENV)/.installed
-PACKAGES := spec strategies fuzzer
+PACKAGES := spec strategies fuzzer reports
 
 .PHONY: check setup system-packages lint test
 

@@ -1,0 +1,155 @@
+"""Records aggregated per second by the nightly Spark job, at two input sizes.
+
+What is measured
+    The whole job, ``amqpfuzz.reports.run(spark, inputs, output)``: listing, reading and parsing
+    every line, de-duplication, all seven tables written as Parquet, and the HTML page. Input is
+    synthetic records written by the real ``RecordWriter`` (``record()`` for each), spread over
+    several files as several workers would leave them: ``--records`` (1,000,000 by default)
+    in one directory, then the same again plus as many more from a second run in another.
+    About one case in ten fails, with a few dozen signatures; a fifth of them are differential.
+
+How
+    Records are generated into a temporary directory before any timing. One local Spark
+    session (``local[2]``, as the command line builds it) serves every measurement; a small
+    warm-up job runs first so that the JVM's start-up and compilation are not charged to the
+    first size. Each figure is one ``time.perf_counter`` around ``run()`` into an empty output.
+
+Output
+    One JSON object per line on stdout: ``seconds`` and ``records_per_s`` for each size (with
+    the target of 50,000 records per second), then ``time_ratio`` of the larger size to the
+    smaller (target: at most 2.3). ``--quick`` runs 20,000 and 40,000 records (a smoke test of
+    the script, not a measurement). Nothing here asserts anything about timing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from amqpfuzz.fuzzer.records import RecordWriter, record
+from amqpfuzz.reports import run
+from amqpfuzz.reports.session import local_session
+
+TARGET_RATE = 50_000
+TARGET_RATIO = 2.3
+WORKERS = 4  # files per run
+
+SPEC_REFS = (
+    "connection.tune/frame-max/minimum",
+    "channel.open/state",
+    "exchange.declare/type/typed",
+    "queue.declare/queue/reserved",
+    "queue.bind",
+    "basic.publish/mandatory/unroutable",
+    "basic.consume",
+    "basic.ack",
+    "tx.select",
+    "confirm.select",
+)
+MUTATIONS = (None, None, "frame-end", "frame-size", "unknown-method", "table-type", "bad-channel")
+TARGETS = (
+    {"label": "rabbitmq-3.10", "product": "RabbitMQ", "version": "3.10.8"},
+    {"label": "garagemq", "product": "GarageMQ", "version": "0.1"},
+)
+
+
+def _emit(figure: str, value: float, **extra: Any) -> None:
+    print(json.dumps({"bench": "report", "figure": figure, "value": value, **extra}), flush=True)
+
+
+def generate(directory: Path, run_id: str, count: int, seed: int) -> None:
+    """``count`` records of run ``run_id`` in WORKERS files under ``directory``."""
+    rng = random.Random(seed)
+    per_worker = -(-count // WORKERS)
+    written = 0
+    for w in range(WORKERS):
+        target = {**TARGETS[w % len(TARGETS)], "url": "amqp://localhost:5672/", "protocol": "0-9-1"}
+        with RecordWriter(directory, run_id, f"bench{w}-{seed}") as writer:
+            for _ in range(min(per_worker, count - written)):
+                failing = rng.random() < 0.1
+                signature = f"sig-{rng.randrange(40):02d}" if failing else None
+                writer.write(
+                    record(
+                        run_id=run_id,
+                        worker=writer.worker,
+                        seq=writer.next_seq(),
+                        seed=str(seed),
+                        target=target,
+                        kind="differential" if rng.random() < 0.2 else "fuzz",
+                        spec_ref=rng.choice(SPEC_REFS),
+                        mutation=rng.choice(MUTATIONS),
+                        expected={
+                            "outcome": "connection-close",
+                            "reply_code": 501,
+                            "class_id": 10,
+                            "method_id": 50,
+                        },
+                        observed={
+                            "outcome": "reply" if failing else "connection-close",
+                            "reply_code": None if failing else 501,
+                            "class_id": 10,
+                            "method_id": 50,
+                        },
+                        verdict="fail" if failing else "pass",
+                        duration_s=rng.uniform(0.0005, 0.004),
+                        failure={
+                            "oracle": "reply-code",
+                            "signature": signature,
+                            "message": "expected connection.close 501 frame-error",
+                        }
+                        if failing
+                        else None,
+                        reproducer=f"repro/{signature}-{writer.seq}.amqpcase" if failing else None,
+                    )
+                )
+                written += 1
+
+
+def measure(spark: Any, inputs: list[str], scratch: Path) -> float:
+    output = scratch / "out"
+    shutil.rmtree(output, ignore_errors=True)
+    start = time.perf_counter()
+    run(spark, inputs, str(output))
+    return time.perf_counter() - start
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--quick", action="store_true", help="20k and 40k records (smoke test)")
+    parser.add_argument("--records", type=int, default=1_000_000, help="the smaller size")
+    args = parser.parse_args(argv)
+    size = 20_000 if args.quick else args.records
+    with tempfile.TemporaryDirectory(prefix="amqpfuzz-bench-report-") as tmp:
+        scratch = Path(tmp)
+        first, second, warm = scratch / "a", scratch / "b", scratch / "warm"
+        generate(first, "bench-a", size, seed=1)
+        generate(second, "bench-b", size, seed=2)
+        generate(warm, "bench-warm", 2_000, seed=3)
+        spark = local_session()
+        try:
+            measure(spark, [str(warm)], scratch)
+            seconds = {}
+            for records, inputs in ((size, [first]), (2 * size, [first, second])):
+                seconds[records] = measure(spark, [str(p) for p in inputs], scratch)
+                _emit("seconds", round(seconds[records], 3), records=records)
+                _emit(
+                    "records_per_s",
+                    round(records / seconds[records]),
+                    records=records,
+                    target=TARGET_RATE,
+                )
+            ratio = seconds[2 * size] / seconds[size]
+            _emit("time_ratio", round(ratio, 3), records=[size, 2 * size], target=TARGET_RATIO)
+        finally:
+            spark.stop()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

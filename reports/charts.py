@@ -1,0 +1,175 @@
+"""Inline SVG charts for the report: a line chart for trends, a heatmap, horizontal bars.
+
+Plain strings, no library and nothing fetched, so the page reads offline. Colours are fixed
+constants (the heatmap uses five buckets rather than a gradient) so that a screenshot can be
+checked for the charts by their colours.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Mapping, Sequence
+from html import escape
+
+__all__ = [
+    "BAR_COLOUR",
+    "BAR_TRACK",
+    "HEAT_COLOURS",
+    "HEAT_EMPTY",
+    "TREND_COLOURS",
+    "bars",
+    "heat_colour",
+    "heatmap",
+    "line_chart",
+]
+
+TREND_COLOURS = {
+    "cases": "#1f5fbf",
+    "failures": "#c0392b",
+    "signatures": "#8e44ad",
+    "cases_per_s": "#d35400",
+}
+BAR_COLOUR = "#16a085"
+BAR_TRACK = "#dfe6e9"
+# Share of failing cases (fail + error) among judged ones (all but skip): upper bound, colour.
+HEAT_COLOURS = (
+    (0.0, "#1a9850"),
+    (0.05, "#91cf60"),
+    (0.2, "#fee08b"),
+    (0.5, "#fc8d59"),
+    (1.0, "#d73027"),
+)
+HEAT_EMPTY = "#eeeeee"
+_TEXT = "#333333"
+
+
+def _fmt(value: float) -> str:
+    if value >= 100 or float(value).is_integer():
+        return f"{value:,.0f}"
+    return f"{value:,.1f}" if value >= 10 else f"{value:,.2f}"
+
+
+def line_chart(
+    title: str, points: Sequence[tuple[dt.date, float]], colour: str, *, width: int = 290
+) -> str:
+    """Values over nights, oldest left; each night a dot, the latest value written beside it."""
+    height, left, right, top, bottom = 170, 44, 14, 26, 26
+    inner_w, inner_h = width - left - right, height - top - bottom
+    values = [v for _, v in points]
+    high = max(values, default=0.0) or 1.0
+    step = inner_w / max(len(points) - 1, 1)
+
+    def xy(i: int, v: float) -> tuple[float, float]:
+        x = left + (i * step if len(points) > 1 else inner_w / 2)
+        return round(x, 1), round(top + inner_h * (1 - v / high), 1)
+
+    coords = [xy(i, v) for i, v in enumerate(values)]
+    parts = [
+        f'<svg class="chart trend" data-chart="{escape(title)}" width="{width}" '
+        f'height="{height}" viewBox="0 0 {width} {height}" role="img">',
+        f'<text x="{left}" y="16" font-size="13" fill="{_TEXT}">{escape(title)}</text>',
+        f'<line x1="{left}" y1="{top + inner_h}" x2="{width - right}" y2="{top + inner_h}" '
+        'stroke="#999" stroke-width="1"/>',
+        f'<text x="{left - 4}" y="{top + 4}" font-size="10" text-anchor="end" '
+        f'fill="{_TEXT}">{_fmt(high)}</text>',
+        f'<text x="{left - 4}" y="{top + inner_h}" font-size="10" text-anchor="end" '
+        f'fill="{_TEXT}">0</text>',
+    ]
+    if len(coords) > 1:
+        line = " ".join(f"{x},{y}" for x, y in coords)
+        parts.append(f'<polyline points="{line}" fill="none" stroke="{colour}" stroke-width="3"/>')
+    for (x, y), (night, value) in zip(coords, points, strict=True):
+        parts.append(
+            f'<circle cx="{x}" cy="{y}" r="5" fill="{colour}">'
+            f"<title>{night}: {_fmt(value)}</title></circle>"
+        )
+    if points:
+        parts.append(
+            f'<text x="{left}" y="{height - 8}" font-size="10" fill="{_TEXT}">{points[0][0]}</text>'
+        )
+        parts.append(
+            f'<text x="{width - right}" y="{height - 8}" font-size="10" text-anchor="end" '
+            f'fill="{_TEXT}">{points[-1][0]}</text>'
+        )
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def heat_colour(failing: int, judged: int) -> str:
+    if judged == 0:
+        return HEAT_EMPTY
+    share = failing / judged
+    return next(colour for bound, colour in HEAT_COLOURS if share <= bound)
+
+
+def heatmap(
+    rows: Sequence[str],
+    columns: Sequence[str],
+    cells: Mapping[tuple[str, str], tuple[int, int, int]],
+) -> str:
+    """Targets (rows) x spec classes (columns); a cell is (failing, judged, total) cases."""
+    cell_w, cell_h, left, top = 92, 34, 170, 70
+    width, height = left + cell_w * len(columns) + 10, top + cell_h * len(rows) + 10
+    parts = [
+        f'<svg class="chart heatmap" width="{width}" height="{height}" '
+        f'viewBox="0 0 {width} {height}" role="img">'
+    ]
+    for j, column in enumerate(columns):
+        x = left + j * cell_w + cell_w / 2
+        parts.append(
+            f'<text x="{x}" y="{top - 10}" font-size="12" text-anchor="middle" '
+            f'transform="rotate(-20 {x} {top - 10})" fill="{_TEXT}">{escape(column)}</text>'
+        )
+    for i, row in enumerate(rows):
+        y = top + i * cell_h
+        parts.append(
+            f'<text x="{left - 8}" y="{y + cell_h / 2 + 4}" font-size="12" text-anchor="end" '
+            f'fill="{_TEXT}">{escape(row)}</text>'
+        )
+        for j, column in enumerate(columns):
+            failing, judged, total = cells.get((row, column), (0, 0, 0))
+            colour = heat_colour(failing, judged)
+            label = f"{failing}/{judged}" if judged else ("skipped" if total else "")
+            x = left + j * cell_w
+            parts.append(
+                f'<rect x="{x}" y="{y}" width="{cell_w - 2}" height="{cell_h - 2}" '
+                f'fill="{colour}"><title>{escape(row)} {escape(column)}: {failing} failing of '
+                f"{judged} judged, {total} cases</title></rect>"
+                f'<text x="{x + cell_w / 2 - 1}" y="{y + cell_h / 2 + 4}" font-size="11" '
+                f'text-anchor="middle" fill="#111">{label}</text>'
+            )
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def bars(items: Sequence[tuple[str, int, int | None]], *, width: int = 620) -> str:
+    """One horizontal bar per (label, exercised, total); an unknown total draws no track."""
+    bar_h, gap, left, right = 22, 12, 170, 150
+    inner = width - left - right
+    height = len(items) * (bar_h + gap) + gap
+    parts = [
+        f'<svg class="chart bars" width="{width}" height="{height}" '
+        f'viewBox="0 0 {width} {height}" role="img">'
+    ]
+    for i, (label, done, total) in enumerate(items):
+        y = gap + i * (bar_h + gap)
+        share = min(done / total, 1.0) if total else None
+        parts.append(
+            f'<text x="{left - 8}" y="{y + 15}" font-size="12" text-anchor="end" '
+            f'fill="{_TEXT}">{escape(label)}</text>'
+        )
+        if share is not None:
+            parts.append(
+                f'<rect x="{left}" y="{y}" width="{inner}" height="{bar_h}" fill="{BAR_TRACK}"/>'
+            )
+        filled = inner * share if share is not None else min(inner, 4 + done)
+        parts.append(
+            f'<rect x="{left}" y="{y}" width="{round(filled, 1)}" height="{bar_h}" '
+            f'fill="{BAR_COLOUR}"/>'
+        )
+        text = f"{done} of {total} ({share:.0%})" if share is not None else f"{done} of ?"
+        parts.append(
+            f'<text x="{left + inner + 8}" y="{y + 15}" font-size="12" fill="{_TEXT}">{text}</text>'
+        )
+    parts.append("</svg>")
+    return "".join(parts)

@@ -1,0 +1,94 @@
+"""Spec coverage: what a night exercised, against what there is to exercise.
+
+Exercised, from the records: methods (the ``class.method`` before the first ``/`` of a
+spec_ref), rules (spec_refs that name one, i.e. contain a ``/``), scenario files (a record's
+``scenario`` field, or the spec_ref of a ``scenario`` record without one) and mutation
+operators (distinct ``mutation`` names).
+
+The totals come from the ``run-<run_id>.json`` files the fuzzer writes beside its records
+(``{"totals": {"methods": .., "rules": .., "scenario_files": .., "mutation_operators": ..}}``;
+the largest of a night's runs counts). Without one, methods and rules are counted in the
+specification (``amqpfuzz.spec.load``), and the other two totals are unknown.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Mapping
+
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from amqpfuzz.spec import load
+
+from .schema import TABLES
+
+__all__ = ["DIMENSIONS", "coverage", "spec_totals"]
+
+DIMENSIONS = ("methods", "rules", "scenario_files", "mutation_operators")
+
+
+def _exercised() -> dict[str, Column]:
+    ref = F.col("spec_ref")
+    method = F.substring_index(ref, "/", 1)
+    is_method = method.contains(".") & ~method.startswith("domain:")
+    scenario = F.coalesce(F.col("scenario"), F.when(F.col("kind") == "scenario", ref))
+    return {
+        "methods": F.count_distinct(F.when(is_method, method)),
+        "rules": F.count_distinct(F.when(ref.contains("/"), ref)),
+        "scenario_files": F.count_distinct(scenario),
+        "mutation_operators": F.count_distinct("mutation"),
+    }
+
+
+def spec_totals(protocol: str = "0-9-1") -> dict[str, int | None]:
+    """The totals a specification itself gives: its methods and rules; the rest unknown."""
+    spec = load(protocol)
+    return {
+        "methods": len(spec.methods),
+        "rules": sum(1 for _ in spec.rules()),
+        "scenario_files": None,
+        "mutation_operators": None,
+    }
+
+
+def night_totals(
+    run_dates: Mapping[str, dt.date],
+    run_totals: Mapping[str, Mapping[str, int | None]],
+    fallback: Mapping[str, int | None],
+) -> dict[dt.date, tuple[dict[str, int | None], dict[str, str | None]]]:
+    """Per night, each dimension's total and where it came from (run-file, spec or None)."""
+    out: dict[dt.date, tuple[dict[str, int | None], dict[str, str | None]]] = {}
+    for night in sorted(set(run_dates.values())):
+        runs = [run_totals[r] for r, d in run_dates.items() if d == night and r in run_totals]
+        totals: dict[str, int | None] = {}
+        sources: dict[str, str | None] = {}
+        for dim in DIMENSIONS:
+            found = [t[dim] for t in runs if t.get(dim) is not None]
+            if found:
+                totals[dim], sources[dim] = max(v for v in found if v is not None), "run-file"
+            elif fallback.get(dim) is not None:
+                totals[dim], sources[dim] = fallback[dim], "spec"
+            else:
+                totals[dim], sources[dim] = None, None
+        out[night] = (totals, sources)
+    return out
+
+
+def coverage(
+    spark: SparkSession,
+    facts: DataFrame,
+    totals: Mapping[dt.date, tuple[Mapping[str, int | None], Mapping[str, str | None]]],
+) -> DataFrame:
+    """Four rows per night: exercised, total, their ratio and where the total came from."""
+    counts = facts.groupBy("run_date").agg(
+        *(column.alias(dim) for dim, column in _exercised().items())
+    )
+    rows = []
+    for row in counts.collect():
+        night_totals_, sources = totals[row.run_date]
+        for dim in DIMENSIONS:
+            total = night_totals_[dim]
+            ratio = row[dim] / total if total else None
+            rows.append((dim, row[dim], total, ratio, sources[dim], row.run_date))
+    return spark.createDataFrame(rows, TABLES["coverage"])

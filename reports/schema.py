@@ -1,0 +1,185 @@
+"""Explicit Spark schemas: the record contract as the reports read it, and the tables they write.
+
+Spark never infers a schema here: inference reads every file twice and turns a field that is
+null on one night into a different type on the next. Records are read with :data:`RECORD`;
+fields the contract adds later are ignored until they are listed here. The tables' schemas are
+what the tests hold the job to and what readers of the Parquet can rely on.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql.types import (
+    ArrayType,
+    BooleanType,
+    DataType,
+    DateType,
+    DoubleType,
+    IntegerType,
+    LongType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampType,
+)
+
+from amqpfuzz.fuzzer.records import VERDICTS
+
+__all__ = ["RECORD", "TABLES", "TOTALS", "VERDICT_COLUMNS"]
+
+
+def _struct(*fields: tuple[str, DataType]) -> StructType:
+    return StructType([StructField(name, kind, nullable=True) for name, kind in fields])
+
+
+_OUTCOME = _struct(
+    ("outcome", StringType()),
+    ("reply_code", IntegerType()),
+    ("class_id", IntegerType()),
+    ("method_id", IntegerType()),
+)
+
+# The core of amqpfuzz.fuzzer.records.FIELDS, plus three optional extras the reports use when a
+# record carries them: `scenario` (the scenario file a record ran), `reproducer_size` (bytes of
+# the reproducer file) and `case` (the case itself; read as its JSON text, only its length used).
+RECORD = _struct(
+    ("schema_version", LongType()),
+    ("record_id", StringType()),
+    ("run_id", StringType()),
+    ("worker", StringType()),
+    ("seq", LongType()),
+    ("ts", StringType()),
+    ("duration_s", DoubleType()),
+    ("tool_version", StringType()),
+    ("seed", StringType()),
+    (
+        "target",
+        _struct(
+            ("label", StringType()),
+            ("url", StringType()),
+            ("product", StringType()),
+            ("version", StringType()),
+            ("protocol", StringType()),
+        ),
+    ),
+    ("kind", StringType()),
+    ("spec_ref", StringType()),
+    ("mutation", StringType()),
+    ("expected", _OUTCOME),
+    ("observed", _OUTCOME),
+    ("verdict", StringType()),
+    (
+        "failure",
+        _struct(("oracle", StringType()), ("signature", StringType()), ("message", StringType())),
+    ),
+    ("reproducer", StringType()),
+    ("scenario", StringType()),
+    ("reproducer_size", LongType()),
+    ("case", StringType()),
+)
+
+# run-<run_id>.json, written by the fuzzer beside its records: what "everything" is for coverage.
+TOTALS = _struct(
+    ("run_id", StringType()),
+    (
+        "totals",
+        _struct(
+            ("methods", LongType()),
+            ("rules", LongType()),
+            ("scenario_files", LongType()),
+            ("mutation_operators", LongType()),
+        ),
+    ),
+)
+
+# One count column per verdict, in the contract's order: pass, fail, error, skip, xfail, xpass.
+VERDICT_COLUMNS = tuple(VERDICTS)
+
+_NIGHT = ("run_date", DateType())
+
+TABLES: dict[str, StructType] = {
+    "runs": _struct(
+        ("run_id", StringType()),
+        ("target_label", StringType()),
+        ("target_product", StringType()),
+        ("target_version", StringType()),
+        ("target_protocol", StringType()),
+        ("tool_version", StringType()),
+        ("workers", LongType()),
+        ("started", TimestampType()),
+        ("finished", TimestampType()),
+        ("duration_s", DoubleType()),
+        ("cases", LongType()),
+        ("cases_per_s", DoubleType()),
+        ("failures", LongType()),
+        ("errors", LongType()),
+        _NIGHT,
+    ),
+    "conformance": _struct(
+        ("target_label", StringType()),
+        ("target_product", StringType()),
+        ("target_version", StringType()),
+        ("spec_ref", StringType()),
+        ("spec_class", StringType()),
+        *((verdict, LongType()) for verdict in VERDICT_COLUMNS),
+        ("total", LongType()),
+        _NIGHT,
+    ),
+    "signatures": _struct(
+        ("signature", StringType()),
+        ("status", StringType()),
+        ("oracle", StringType()),
+        ("spec_ref", StringType()),
+        ("message", StringType()),
+        ("occurrences", LongType()),
+        ("targets", ArrayType(StringType(), containsNull=False)),
+        ("reproducer", StringType()),
+        ("first_seen", TimestampType()),
+        ("last_seen", TimestampType()),
+        ("total_occurrences", LongType()),
+        ("nights_seen", LongType()),
+        _NIGHT,
+    ),
+    "coverage": _struct(
+        ("dimension", StringType()),
+        ("exercised", LongType()),
+        ("total", LongType()),
+        ("ratio", DoubleType()),
+        ("totals_from", StringType()),
+        _NIGHT,
+    ),
+    "divergences": _struct(
+        ("target_label", StringType()),
+        ("spec_ref", StringType()),
+        ("mutation", StringType()),
+        ("verdict", StringType()),
+        ("expected_outcome", StringType()),
+        ("expected_reply_code", IntegerType()),
+        ("observed_outcome", StringType()),
+        ("observed_reply_code", IntegerType()),
+        ("signature", StringType()),
+        ("occurrences", LongType()),
+        ("first_seen", TimestampType()),
+        ("last_seen", TimestampType()),
+        ("reproducer", StringType()),
+        _NIGHT,
+    ),
+    "ingest": _struct(
+        ("file", StringType()),
+        ("state", StringType()),
+        ("bytes", LongType()),
+        ("modified", TimestampType()),
+        ("read", BooleanType()),
+        ("lines", LongType()),
+        ("records", LongType()),
+        ("duplicates", LongType()),
+        ("torn_lines", LongType()),
+        ("malformed_lines", LongType()),
+        _NIGHT,
+    ),
+    "rejects": _struct(
+        ("file", StringType()),
+        ("reason", StringType()),
+        ("text", StringType()),
+        _NIGHT,
+    ),
+}

@@ -1,0 +1,178 @@
+"""Failure signatures night by night, and what each one's status is compared with earlier nights.
+
+A signature is stable across runs and machines for the same defect, so failures from any number
+of workers collapse into one row per night (computed by Spark from the facts). Statuses are then
+worked out on the driver: one row per signature and night is small data, and the rules read
+better as plain code. A signature is only judged on the nights when one of the targets it has
+failed on was run: a night without those targets says nothing about it. On such a night it is
+
+- ``new`` if it fails and never failed before,
+- ``recurring`` if it fails and also failed the previous night it was judged,
+- ``regressed`` if it fails, failed at some earlier night, but not the previous one,
+- ``fixed`` if it does not fail but did the previous night it was judged.
+
+A night where it neither fails nor failed the night before gets no row. Earlier nights come from
+the table already in the output, so a night's statuses depend on the nights processed before
+it: process nights in order (or several at once), and process later nights again after
+rewriting an earlier one.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.types import LongType, StructField, StructType
+
+from .schema import TABLES
+
+__all__ = ["Sighting", "Status", "collect_sightings", "night_signatures", "statuses", "table"]
+
+
+@dataclass(frozen=True, slots=True)
+class Sighting:
+    """What one night says about one signature (times in microseconds since the epoch)."""
+
+    run_date: dt.date
+    signature: str
+    occurrences: int
+    targets: tuple[str, ...]
+    first_us: int | None
+    last_us: int | None
+    oracle: str | None
+    spec_ref: str | None
+    message: str | None
+    reproducer: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Status:
+    """A row of the signatures table (times in microseconds since the epoch)."""
+
+    sighting: Sighting
+    status: str
+    first_us: int | None
+    last_us: int | None
+    total_occurrences: int
+    nights_seen: int
+
+
+def night_signatures(facts: DataFrame) -> DataFrame:
+    """Per night and signature: how often, on which targets, and the smallest reproducer."""
+    return (
+        facts.filter((F.col("verdict") == "fail") & F.col("signature").isNotNull())
+        .groupBy("run_date", "signature")
+        .agg(
+            F.sum("n").alias("occurrences"),
+            F.array_sort(F.collect_set("target_label")).alias("targets"),
+            F.min("first_us").alias("first_us"),
+            F.max("last_us").alias("last_us"),
+            F.min("best").alias("best"),
+        )
+        .select(
+            "run_date",
+            "signature",
+            "occurrences",
+            "targets",
+            "first_us",
+            "last_us",
+            "best.oracle",
+            "best.spec_ref",
+            "best.message",
+            "best.reproducer",
+        )
+    )
+
+
+def collect_sightings(frame: DataFrame) -> list[Sighting]:
+    """The rows of a :func:`night_signatures`-shaped frame as :class:`Sighting` values."""
+    return [Sighting(**{**row.asDict(), "targets": tuple(row.targets)}) for row in frame.collect()]
+
+
+def _min(a: int | None, b: int | None) -> int | None:
+    return b if a is None else a if b is None else min(a, b)
+
+
+def _max(a: int | None, b: int | None) -> int | None:
+    return b if a is None else a if b is None else max(a, b)
+
+
+def statuses(
+    sightings: Iterable[Sighting],
+    ran: Iterable[tuple[dt.date, str]],
+    report_nights: Sequence[dt.date],
+) -> list[Status]:
+    """The signatures table's rows for ``report_nights``.
+
+    ``sightings`` are every night known (earlier ones from the output, with occurrences); ``ran``
+    the (night, target label) pairs of every night known.
+    """
+    by_signature: dict[str, dict[dt.date, Sighting]] = defaultdict(dict)
+    for s in sightings:
+        by_signature[s.signature][s.run_date] = s
+    nights_of: dict[str, set[dt.date]] = defaultdict(set)
+    for night, target in ran:
+        nights_of[target].add(night)
+    wanted = set(report_nights)
+    rows = []
+    for _, seen in sorted(by_signature.items()):
+        targets = {t for s in seen.values() for t in s.targets}
+        judged = sorted(set(seen).union(*(nights_of[t] for t in targets)))
+        last: Sighting | None = None  # the latest night it failed
+        failed_before = failed_last = False
+        first_us = last_us = None
+        total = nights = 0
+        for night in judged:
+            fails = night in seen
+            if fails:
+                now = seen[night]
+                first_us, last_us = _min(first_us, now.first_us), _max(last_us, now.last_us)
+                total, nights = total + now.occurrences, nights + 1
+                status = "recurring" if failed_last else "regressed" if failed_before else "new"
+                last = now
+            elif failed_last and last is not None:
+                ran_here = tuple(sorted(t for t in targets if night in nights_of[t]))
+                now, status = (
+                    replace(last, run_date=night, occurrences=0, targets=ran_here),
+                    "fixed",
+                )
+            else:
+                now, status = None, None
+            if now is not None and status is not None and night in wanted:
+                rows.append(Status(now, status, first_us, last_us, total, nights))
+            failed_before, failed_last = failed_before or fails, fails
+    return rows
+
+
+def table(spark: SparkSession, rows: Sequence[Status]) -> DataFrame:
+    """The signatures table of :func:`statuses` rows."""
+    schema = TABLES["signatures"]
+    times = ("first_seen", "last_seen")
+    # Times cross from Python as microseconds: datetimes would pass through local time zones.
+    raw = StructType(
+        [StructField(f.name, LongType() if f.name in times else f.dataType) for f in schema]
+    )
+    data = [
+        (
+            r.sighting.signature,
+            r.status,
+            r.sighting.oracle,
+            r.sighting.spec_ref,
+            r.sighting.message,
+            r.sighting.occurrences,
+            list(r.sighting.targets),
+            r.sighting.reproducer,
+            r.first_us,
+            r.last_us,
+            r.total_occurrences,
+            r.nights_seen,
+            r.sighting.run_date,
+        )
+        for r in rows
+    ]
+    frame = spark.createDataFrame(data, raw)
+    return frame.withColumns({t: F.timestamp_micros(t) for t in times})

@@ -1,0 +1,191 @@
+"""The nightly tables built from the de-duplicated records, and how they are written and read.
+
+Every table is partitioned by ``run_date`` (the UTC date of its run's first record) and written
+with dynamic partition overwrite: processing a night again replaces that night's partitions and
+leaves the other nights alone, so the same input always gives the same output.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Sequence
+
+from pyspark.errors import AnalysisException
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.types import LongType, StructField, StructType
+
+from .read import Ingest
+from .schema import TABLES, VERDICT_COLUMNS
+
+__all__ = [
+    "conformance",
+    "divergences",
+    "ingest_health",
+    "read_table",
+    "rejects",
+    "runs",
+    "spec_class",
+    "write_table",
+]
+
+
+def spec_class(spec_ref: Column) -> Column:
+    """The part of a spec_ref before its first ``.`` or ``/``: ``queue.declare/...`` -> queue."""
+    return F.regexp_extract(spec_ref, r"^([^./]*)", 1)
+
+
+def _cases_if(condition: Column) -> Column:
+    """How many records the facts matching ``condition`` stand for."""
+    return F.sum(F.when(condition, F.col("n")).otherwise(0)).cast("long")
+
+
+def runs(facts: DataFrame) -> DataFrame:
+    """One row per run and target: how long, how many cases, how fast, how many failures.
+
+    A run lasts from the start of its earliest case (its record's time less its duration) to
+    its last record; all the run's workers count together.
+    """
+    grouped = facts.groupBy("run_date", "run_id", "target_label").agg(
+        F.max("target_product").alias("target_product"),
+        F.max("target_version").alias("target_version"),
+        F.max("target_protocol").alias("target_protocol"),
+        F.max("tool_version").alias("tool_version"),
+        F.count_distinct("worker").alias("workers"),
+        F.min("start_us").alias("start_us"),
+        F.max("last_us").alias("end_us"),
+        F.sum("n").alias("cases"),
+        _cases_if(F.col("verdict") == "fail").alias("failures"),
+        _cases_if(F.col("verdict") == "error").alias("errors"),
+    )
+    duration = (F.col("end_us") - F.col("start_us")) / 1e6
+    return grouped.select(
+        "run_id",
+        "target_label",
+        "target_product",
+        "target_version",
+        "target_protocol",
+        "tool_version",
+        "workers",
+        F.timestamp_micros("start_us").alias("started"),
+        F.timestamp_micros("end_us").alias("finished"),
+        duration.alias("duration_s"),
+        "cases",
+        F.when(duration > 0, F.col("cases") / duration).alias("cases_per_s"),
+        "failures",
+        "errors",
+        "run_date",
+    )
+
+
+def conformance(facts: DataFrame) -> DataFrame:
+    """Target x spec_ref: how many cases ended in each verdict."""
+    return (
+        facts.groupBy("run_date", "target_label", "target_product", "target_version", "spec_ref")
+        .agg(
+            *(_cases_if(F.col("verdict") == v).alias(v) for v in VERDICT_COLUMNS),
+            F.sum("n").alias("total"),
+        )
+        .withColumn("spec_class", spec_class(F.col("spec_ref")))
+        .select(*TABLES["conformance"].fieldNames())
+    )
+
+
+def divergences(facts: DataFrame) -> DataFrame:
+    """Differential records where the brokers did not agree (any verdict but pass and skip)."""
+    keys = [
+        "run_date",
+        "target_label",
+        "spec_ref",
+        "mutation",
+        "verdict",
+        "expected_outcome",
+        "expected_reply_code",
+        "observed_outcome",
+        "observed_reply_code",
+        "signature",
+    ]
+    return (
+        facts.filter((F.col("kind") == "differential") & ~F.col("verdict").isin("pass", "skip"))
+        .groupBy(*keys)
+        .agg(
+            F.sum("n").alias("occurrences"),
+            F.timestamp_micros(F.min("first_us")).alias("first_seen"),
+            F.timestamp_micros(F.max("last_us")).alias("last_seen"),
+            F.min("best").reproducer.alias("reproducer"),
+        )
+        .select(*TABLES["divergences"].fieldNames())
+    )
+
+
+def ingest_health(spark: SparkSession, ingest: Ingest) -> DataFrame:
+    """One row per file found: its state, and what its lines held (zero for unread files)."""
+    rows = []
+    for f in ingest.files:
+        if f.state == "totals":
+            continue
+        st = ingest.stats.get(f.path)
+        counts = (st.lines, st.records, st.duplicates, st.torn, st.malformed) if st else (0,) * 5
+        rows.append(
+            (f.path, f.state, f.size, f.modified_us, f.read, *counts, ingest.night_of_file(f.path))
+        )
+    # Times cross from Python as microseconds: datetimes would pass through local time zones.
+    schema = TABLES["ingest"]
+    raw = StructType(
+        [StructField(f.name, LongType() if f.name == "modified" else f.dataType) for f in schema]
+    )
+    frame = spark.createDataFrame(rows, raw)
+    return frame.withColumn("modified", F.timestamp_micros("modified"))
+
+
+def rejects(spark: SparkSession, ingest: Ingest) -> DataFrame | None:
+    """The torn and malformed lines themselves, kept apart from the records (the text of a
+    line that is JSON but not a record is not kept: the reader has parsed it)."""
+    if ingest.bad_lines is None:
+        return None
+    files = [
+        (st.key, path, st.torn_text, ingest.night_of_file(path))
+        for path, st in ingest.stats.items()
+        if st.torn or st.malformed
+    ]
+    info = spark.createDataFrame(files, "key string, path string, torn_text string, run_date date")
+    torn = F.col("torn_text").isNotNull() & (F.col("text") == F.col("torn_text"))
+    return ingest.bad_lines.join(F.broadcast(info), F.col("file") == F.col("key")).select(
+        F.col("path").alias("file"),
+        F.when(torn, "torn").otherwise("malformed").alias("reason"),
+        "text",
+        "run_date",
+    )
+
+
+def write_table(frame: DataFrame, output: str, name: str) -> None:
+    """Replace the nights ``frame`` holds in table ``name``; other nights stay as they were."""
+    (
+        frame.select(*TABLES[name].fieldNames())
+        .coalesce(1)  # the tables are small: one task writes every night's file
+        .write.mode("overwrite")
+        .option("partitionOverwriteMode", "dynamic")
+        .partitionBy("run_date")
+        .parquet(table_path(output, name))
+    )
+
+
+def table_path(output: str, name: str) -> str:
+    return f"{output.rstrip('/')}/{name}"
+
+
+def read_table(
+    spark: SparkSession, output: str, name: str, *, except_nights: Sequence[dt.date] = ()
+) -> DataFrame:
+    """Table ``name`` as written so far (empty if there is none yet), less some nights."""
+    schema = TABLES[name]
+    try:
+        frame = spark.read.schema(schema).parquet(table_path(output, name))
+        frame.columns  # noqa: B018 -- resolving the plan is what finds a missing path
+    except AnalysisException as exc:
+        if "PATH_NOT_FOUND" not in str(exc):
+            raise
+        return spark.createDataFrame([], schema)
+    if except_nights:
+        frame = frame.filter(~F.col("run_date").isin(list(except_nights)))
+    return frame

@@ -1,0 +1,185 @@
+"""Hand-made record sets, written by the real RecordWriter from real record() dicts; only the
+time stamp is set by hand, so that a test can say which night a record belongs to."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from amqpfuzz.fuzzer.records import RecordWriter, record
+
+RABBIT = {
+    "label": "rabbitmq",
+    "url": "amqp://localhost/",
+    "product": "RabbitMQ",
+    "version": "3.10.8",
+    "protocol": "0-9-1",
+}
+GARAGE = {
+    "label": "garagemq",
+    "url": "amqp://localhost:5673/",
+    "product": "GarageMQ",
+    "version": "0.1",
+    "protocol": "0-9-1",
+}
+CLOSE_501 = {"outcome": "connection-close", "reply_code": 501, "class_id": 0, "method_id": 0}
+REPLY = {"outcome": "reply", "reply_code": None, "class_id": 50, "method_id": 11}
+
+
+def at(night: str, seconds: float = 0.0) -> str:
+    """An ISO time stamp ``seconds`` after 01:00 UTC of ``night`` (YYYY-MM-DD)."""
+    moment = dt.datetime.fromisoformat(f"{night}T01:00:00+00:00") + dt.timedelta(seconds=seconds)
+    return moment.isoformat(timespec="milliseconds")
+
+
+def case(
+    *,
+    run_id: str,
+    worker: str,
+    ts: str,
+    target: dict[str, str] = RABBIT,
+    spec_ref: str = "queue.declare",
+    verdict: str = "pass",
+    signature: str | None = None,
+    reproducer: str | None = None,
+    kind: str = "fuzz",
+    mutation: str | None = None,
+    duration_s: float = 0.5,
+    seq: int = 0,
+    **extra: Any,
+) -> dict[str, Any]:
+    failure = (
+        {"oracle": "reply-code", "signature": signature, "message": f"{signature} happened"}
+        if signature
+        else None
+    )
+    item = record(
+        run_id=run_id,
+        worker=worker,
+        seq=seq,
+        seed="1234",
+        target=target,
+        kind=kind,
+        spec_ref=spec_ref,
+        mutation=mutation,
+        expected=CLOSE_501 if mutation else REPLY,
+        observed=REPLY if verdict == "fail" else (CLOSE_501 if mutation else REPLY),
+        verdict=verdict,
+        duration_s=duration_s,
+        failure=failure,
+        reproducer=reproducer,
+        **extra,
+    )
+    item["ts"] = ts
+    return item
+
+
+def write(directory: Path, run_id: str, worker: str, items: Iterable[dict[str, Any]]) -> Path:
+    """One worker's finished file; returns its path."""
+    with RecordWriter(directory, run_id, worker) as writer:
+        for item in items:
+            writer.write(item)
+    return writer.path
+
+
+NIGHT = "2026-01-10"
+
+
+def first_night(directory: Path) -> None:
+    """Two runs on one night: run r1 against RabbitMQ from two machines, run r2 against
+    GarageMQ with its totals file. The same defect (sig-A) fails on both machines and both
+    brokers; the right answers are spelled out in test_tables.py."""
+    m1 = [
+        case(run_id="r1", worker="m1-11", ts=at(NIGHT, 0), duration_s=0.5),
+        case(
+            run_id="r1",
+            worker="m1-11",
+            ts=at(NIGHT, 1),
+            spec_ref="queue.declare/queue/reserved",
+            verdict="fail",
+            signature="sig-A",
+            reproducer="repro/a-big.case",
+            reproducer_size=900,
+            mutation="frame-end",
+        ),
+        case(
+            run_id="r1",
+            worker="m1-11",
+            ts=at(NIGHT, 2),
+            spec_ref="basic.publish",
+            mutation="frame-size",
+        ),
+        case(
+            run_id="r1",
+            worker="m1-11",
+            ts=at(NIGHT, 3),
+            spec_ref="channel.open/state",
+            verdict="skip",
+        ),
+    ]
+    m2 = [
+        case(run_id="r1", worker="m2-22", ts=at(NIGHT, 0), duration_s=1.0),
+        case(
+            run_id="r1",
+            worker="m2-22",
+            ts=at(NIGHT, 4),
+            spec_ref="queue.declare/queue/reserved",
+            verdict="fail",
+            signature="sig-A",
+            reproducer="repro/a-small.case",
+            reproducer_size=120,
+        ),
+        case(
+            run_id="r1", worker="m2-22", ts=at(NIGHT, 5), spec_ref="basic.publish", verdict="error"
+        ),
+    ]
+    m3 = [
+        case(
+            run_id="r2",
+            worker="m3-33",
+            ts=at(NIGHT, 10),
+            target=GARAGE,
+            kind="scenario",
+            spec_ref="channel.open/state",
+            scenario="channel-open-state.yaml",
+        ),
+        case(
+            run_id="r2",
+            worker="m3-33",
+            ts=at(NIGHT, 11),
+            target=GARAGE,
+            kind="differential",
+            spec_ref="exchange.declare",
+            verdict="fail",
+            signature="sig-D",
+            reproducer="repro/d.case",
+        ),
+        case(
+            run_id="r2",
+            worker="m3-33",
+            ts=at(NIGHT, 12),
+            target=GARAGE,
+            spec_ref="queue.declare/queue/reserved",
+            verdict="fail",
+            signature="sig-A",
+            reproducer="repro/a-garage.case",
+            reproducer_size=500,
+        ),
+        case(
+            run_id="r2",
+            worker="m3-33",
+            ts=at(NIGHT, 13),
+            target=GARAGE,
+            kind="differential",
+            spec_ref="exchange.declare",
+            verdict="xfail",
+        ),
+    ]
+    write(directory / "machine1", "r1", "m1-11", m1)
+    write(directory / "machine2", "r1", "m2-22", m2)
+    write(directory / "machine3", "r2", "m3-33", m3)
+    totals = {"methods": 60, "rules": 120, "scenario_files": 82, "mutation_operators": 28}
+    (directory / "machine3" / "run-r2.json").write_text(json.dumps({"totals": totals}))

@@ -1,0 +1,237 @@
+"""Each table of a hand-made night, row by row, against answers worked out by hand.
+
+The night (report_records.first_night): run r1 against RabbitMQ from machines m1 and m2, run r2
+against GarageMQ from m3. sig-A fails on all three workers and both brokers and must be one
+signature; r2 ships a run-r2.json with the coverage totals.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+
+import pytest
+from conftest import table
+from pyspark.sql import Row, SparkSession
+from pyspark.testing import assertDataFrameEqual, assertSchemaEqual
+
+from amqpfuzz.fuzzer.records import TOOL_VERSION
+from amqpfuzz.reports import Summary
+from amqpfuzz.reports.schema import TABLES
+
+NIGHT = dt.date(2026, 1, 10)
+First = tuple[Path, Path, Summary]
+
+
+def test_runs(spark: SparkSession, first_night: First) -> None:
+    _, out, _ = first_night
+    common = {"target_protocol": "0-9-1", "tool_version": TOOL_VERSION, "run_date": NIGHT}
+    expected = [
+        Row(
+            run_id="r1",
+            target_label="rabbitmq",
+            target_product="RabbitMQ",
+            target_version="3.10.8",
+            workers=2,
+            started="2026-01-10 00:59:59.000",
+            finished="2026-01-10 01:00:05.000",
+            duration_s=6.0,
+            cases=7,
+            cases_per_s=7 / 6,
+            failures=2,
+            errors=1,
+            **common,
+        ),
+        Row(
+            run_id="r2",
+            target_label="garagemq",
+            target_product="GarageMQ",
+            target_version="0.1",
+            workers=1,
+            started="2026-01-10 01:00:09.500",
+            finished="2026-01-10 01:00:13.000",
+            duration_s=3.5,
+            cases=4,
+            cases_per_s=4 / 3.5,
+            failures=2,
+            errors=0,
+            **common,
+        ),
+    ]
+    actual = table(spark, out, "runs").select(*TABLES["runs"].fieldNames())
+    assertDataFrameEqual(actual, [Row(**{k: r[k] for k in actual.columns}) for r in expected])
+
+
+def _verdicts(
+    pass_: int = 0, fail: int = 0, error: int = 0, skip: int = 0, xfail: int = 0, xpass: int = 0
+) -> dict[str, int]:
+    counts = {
+        "pass": pass_,
+        "fail": fail,
+        "error": error,
+        "skip": skip,
+        "xfail": xfail,
+        "xpass": xpass,
+    }
+    return {**counts, "total": sum(counts.values())}
+
+
+def test_conformance_matrix(spark: SparkSession, first_night: First) -> None:
+    _, out, _ = first_night
+    rabbit = ("rabbitmq", "RabbitMQ", "3.10.8")
+    garage = ("garagemq", "GarageMQ", "0.1")
+    cells = [
+        (rabbit, "queue.declare", "queue", _verdicts(pass_=2)),
+        (rabbit, "queue.declare/queue/reserved", "queue", _verdicts(fail=2)),
+        (rabbit, "basic.publish", "basic", _verdicts(pass_=1, error=1)),
+        (rabbit, "channel.open/state", "channel", _verdicts(skip=1)),
+        (garage, "channel.open/state", "channel", _verdicts(pass_=1)),
+        (garage, "exchange.declare", "exchange", _verdicts(fail=1, xfail=1)),
+        (garage, "queue.declare/queue/reserved", "queue", _verdicts(fail=1)),
+    ]
+    columns = TABLES["conformance"].fieldNames()
+    expected = [
+        dict(zip(columns[:5], (*target, ref, cls), strict=True)) | counts | {"run_date": NIGHT}
+        for target, ref, cls, counts in cells
+    ]
+    actual = table(spark, out, "conformance").select(*columns)
+    assertDataFrameEqual(actual, [Row(**{c: e[c] for c in columns}) for e in expected])
+
+
+def test_one_signature_per_defect_across_machines_and_brokers(
+    spark: SparkSession, first_night: First
+) -> None:
+    _, out, _ = first_night
+    columns = TABLES["signatures"].fieldNames()
+    expected = [
+        (
+            "sig-A",
+            "new",
+            "reply-code",
+            "queue.declare/queue/reserved",
+            "sig-A happened",
+            3,
+            ["garagemq", "rabbitmq"],
+            "repro/a-small.case",
+            "2026-01-10 01:00:01.000",
+            "2026-01-10 01:00:12.000",
+            3,
+            1,
+            NIGHT,
+        ),
+        (
+            "sig-D",
+            "new",
+            "reply-code",
+            "exchange.declare",
+            "sig-D happened",
+            1,
+            ["garagemq"],
+            "repro/d.case",
+            "2026-01-10 01:00:11.000",
+            "2026-01-10 01:00:11.000",
+            1,
+            1,
+            NIGHT,
+        ),
+    ]
+    actual = table(spark, out, "signatures").select(*columns)
+    assertDataFrameEqual(actual, [Row(**dict(zip(columns, e, strict=True))) for e in expected])
+
+
+def test_coverage_against_the_run_totals(spark: SparkSession, first_night: First) -> None:
+    _, out, _ = first_night
+    expected = [
+        Row(dimension="methods", exercised=4, total=60, ratio=4 / 60),
+        Row(dimension="rules", exercised=2, total=120, ratio=2 / 120),
+        Row(dimension="scenario_files", exercised=1, total=82, ratio=1 / 82),
+        Row(dimension="mutation_operators", exercised=2, total=28, ratio=2 / 28),
+    ]
+    actual = table(spark, out, "coverage")
+    assert {r.totals_from for r in actual.collect()} == {"run-file"}
+    assert {r.run_date for r in actual.collect()} == {NIGHT}
+    assertDataFrameEqual(actual.select("dimension", "exercised", "total", "ratio"), expected)
+
+
+def test_differential_divergences(spark: SparkSession, first_night: First) -> None:
+    _, out, _ = first_night
+    columns = TABLES["divergences"].fieldNames()
+    expected = [
+        (
+            "garagemq",
+            "exchange.declare",
+            None,
+            "fail",
+            "reply",
+            None,
+            "reply",
+            None,
+            "sig-D",
+            1,
+            "2026-01-10 01:00:11.000",
+            "2026-01-10 01:00:11.000",
+            "repro/d.case",
+            NIGHT,
+        ),
+        (
+            "garagemq",
+            "exchange.declare",
+            None,
+            "xfail",
+            "reply",
+            None,
+            "reply",
+            None,
+            None,
+            1,
+            "2026-01-10 01:00:13.000",
+            "2026-01-10 01:00:13.000",
+            None,
+            NIGHT,
+        ),
+    ]
+    actual = table(spark, out, "divergences").select(*columns)
+    assertDataFrameEqual(actual, [Row(**dict(zip(columns, e, strict=True))) for e in expected])
+
+
+def test_ingest_health(spark: SparkSession, first_night: First) -> None:
+    inputs, out, summary = first_night
+    expected = [
+        Row(
+            file=f"file:{inputs}/{path}",
+            state="complete",
+            read=True,
+            lines=lines,
+            records=lines,
+            duplicates=0,
+            torn_lines=0,
+            malformed_lines=0,
+            run_date=NIGHT,
+        )
+        for path, lines in (
+            ("machine1/records-r1-m1-11.jsonl", 4),
+            ("machine2/records-r1-m2-22.jsonl", 3),
+            ("machine3/records-r2-m3-33.jsonl", 4),
+        )
+    ]
+    actual = table(spark, out, "ingest").drop("bytes", "modified")
+    assertDataFrameEqual(actual.select(*expected[0].__fields__), expected)
+    assert summary.records == 11 and summary.nights == (NIGHT,)
+
+
+@pytest.mark.parametrize("name", [n for n in TABLES if n != "rejects"])
+def test_written_schema_is_the_declared_one(
+    spark: SparkSession, first_night: First, name: str
+) -> None:
+    _, out, _ = first_night
+    written = spark.read.parquet(str(out / name))  # as Parquet and partition discovery say
+    assertSchemaEqual(written.schema, TABLES[name])
+    assert [p.name for p in (out / name).iterdir() if p.is_dir()] == ["run_date=2026-01-10"]
+
+
+def test_headline_of_the_night(first_night: First) -> None:
+    _, _, summary = first_night
+    h = summary.headline
+    assert (h["cases"], h["failures"], h["errors"], h["signatures"], h["new"]) == (11, 4, 1, 2, 2)
+    assert (h["regressed"], h["fixed"], h["runs"], h["targets"]) == (0, 0, 2, 2)
+    assert h["cases_per_s"] == pytest.approx(11 / 9.5)
