@@ -127,6 +127,16 @@ class Campaign:
         self._deadline = math.inf if config.duration is None else time.monotonic() + config.duration
         self._first: dict[str, tuple[Case, Path, TargetRun]] = {}  # signature -> first failure
 
+    @property
+    def first_failures(self) -> dict[str, tuple[Case, Path, TargetRun]]:
+        """The first failure of each new signature: its case, reproducer and target."""
+        return self._first
+
+    def restart_clock(self) -> None:
+        """Count the duration from now (after connecting, or with a new duration)."""
+        duration = self.config.duration
+        self._deadline = math.inf if duration is None else time.monotonic() + duration
+
     # -- setting up ------------------------------------------------------------------------
 
     def start(self) -> None:

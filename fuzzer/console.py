@@ -76,13 +76,22 @@ def summary_table(
 ) -> list[Table]:
     """The end-of-run tables: per target, then the failure signatures with a replay command."""
     targets = Table(title="amqpfuzz run", title_justify="left")
-    for column in ("target", "cases", "cases/s", "failures", "known deviations", "divergences"):
+    for column in (
+        "target",
+        "cases",
+        "cases/s",
+        "programs",
+        "failures",
+        "known deviations",
+        "divergences",
+    ):
         targets.add_column(column, justify="left" if column == "target" else "right")
     for row in rows:
         targets.add_row(
             row["target"],
             str(row["cases"]),
             f"{row['rate']:.0f}",
+            str(row["programs"]),
             str(row["failures"]),
             str(row["xfails"]),
             str(row["divergences"]),

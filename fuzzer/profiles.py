@@ -1,6 +1,6 @@
 """Expectation profiles: a broker's documented deviations from the specification, as data.
 
-A profile is a TOML file per broker and version (``fuzzer/profiles/``, or any path given with
+A profile is a TOML file per broker and version (``fuzzer/deviations/``, or any path given with
 ``--profile``). Each ``[[deviation]]`` names what it covers, why, and what the broker does::
 
     product = "RabbitMQ"             # as the broker says in connection.start
@@ -27,7 +27,7 @@ from amqpfuzz.spec import AmqpfuzzError
 
 __all__ = ["PROFILES", "Deviation", "Profile", "ProfileError", "find_profile", "load_profile"]
 
-PROFILES = Path(__file__).parent / "profiles"
+PROFILES = Path(__file__).parent / "deviations"
 
 
 class ProfileError(AmqpfuzzError):

@@ -68,8 +68,13 @@ def _worker(job: WorkerJob, events: Any) -> None:
         worker=f"{os.uname().nodename}-{os.getpid()}-w{job.index}",
         listener=listen,
     )
+    stateful: dict[str, Any] = {"programs": 0, "failures": 0, "signatures": {}, "reproducers": {}}
     try:
         campaign.start()
+        if job.kind == "all":  # the budget is shared: half for each kind of campaign
+            job.config.duration = (job.config.duration or 60.0) / 2
+            campaign.config.duration = job.config.duration
+            campaign.restart_clock()
         if job.kind in ("fuzz", "all"):
             stats = campaign.run()
         else:
@@ -78,7 +83,7 @@ def _worker(job: WorkerJob, events: Any) -> None:
         if job.kind in ("stateful", "all"):
             from .stateful import run_stateful
 
-            run_stateful(job, listen)
+            stateful = run_stateful(job, listen)
     except KeyboardInterrupt:
         campaign.finish()
         stats = campaign.stats
@@ -91,13 +96,17 @@ def _worker(job: WorkerJob, events: Any) -> None:
         {
             "targets": [run.label for run in runs],
             "cases": stats.cases,
-            "failures": stats.failures,
+            "programs": stateful["programs"],
+            "failures": stats.failures + stateful["failures"],
             "xfails": stats.xfails,
             "divergences": stats.divergences,
             "elapsed": stats.elapsed,
-            "signatures": stats.signatures,
+            "signatures": {**stats.signatures, **stateful["signatures"]},
             "broker_down": stats.broker_down,
-            "reproducers": {s: str(p) for s, (_, p, _) in campaign._first.items()},
+            "reproducers": {
+                **{s: str(p) for s, (_, p, _) in campaign.first_failures.items()},
+                **stateful["reproducers"],
+            },
         },
     )
 

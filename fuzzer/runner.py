@@ -366,9 +366,10 @@ class Runner:
         )
 
     @staticmethod
-    def _missing_responses(case: Case, frames: list[Frame]) -> str:
+    def _missing_responses(case: Case, frames: list[Frame]) -> tuple[str, ...]:
+        """The responses (one of them is due) of the first synchronous method unanswered."""
         if case.mutation is not None:
-            return ""
+            return ()
         got = {f.name for f in frames if isinstance(f, MethodFrame)}
         for frame in case.frames:
             if (
@@ -376,10 +377,10 @@ class Runner:
                 and frame.method.responses
                 and not _has_no_wait(frame)
             ):
-                wanted = {f"{frame.method.class_name}.{r}" for r in frame.method.responses}
-                if not wanted & got:
-                    return " or ".join(sorted(wanted))
-        return ""
+                wanted = tuple(f"{frame.method.class_name}.{r}" for r in frame.method.responses)
+                if not set(wanted) & got:
+                    return wanted
+        return ()
 
     def _judged(
         self, case: Case, outcome: Outcome, channel: int, duration: float, data: bytes
