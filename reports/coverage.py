@@ -15,13 +15,12 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Mapping
+from typing import Any
 
-from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from amqpfuzz.spec import load
-
-from .schema import TABLES
 
 __all__ = ["DIMENSIONS", "coverage", "spec_totals"]
 
@@ -76,10 +75,9 @@ def night_totals(
 
 
 def coverage(
-    spark: SparkSession,
     facts: DataFrame,
     totals: Mapping[dt.date, tuple[Mapping[str, int | None], Mapping[str, str | None]]],
-) -> DataFrame:
+) -> list[dict[str, Any]]:
     """Four rows per night: exercised, total, their ratio and where the total came from."""
     counts = facts.groupBy("run_date").agg(
         *(column.alias(dim) for dim, column in _exercised().items())
@@ -89,6 +87,14 @@ def coverage(
         night_totals_, sources = totals[row.run_date]
         for dim in DIMENSIONS:
             total = night_totals_[dim]
-            ratio = row[dim] / total if total else None
-            rows.append((dim, row[dim], total, ratio, sources[dim], row.run_date))
-    return spark.createDataFrame(rows, TABLES["coverage"])
+            rows.append(
+                {
+                    "dimension": dim,
+                    "exercised": row[dim],
+                    "total": total,
+                    "ratio": row[dim] / total if total else None,
+                    "totals_from": sources[dim],
+                    "run_date": row.run_date,
+                }
+            )
+    return rows

@@ -8,6 +8,7 @@ render the same bytes.
 
 from __future__ import annotations
 
+import datetime as dt
 import shlex
 from collections.abc import Iterable, Sequence
 from html import escape
@@ -54,6 +55,14 @@ def _n(value: Any) -> str:
     if isinstance(value, float) and not value.is_integer():
         return f"{value:,.1f}"
     return f"{int(value):,}"
+
+
+def _when(micros: int | None) -> str:
+    """A time in microseconds since the epoch as UTC minutes."""
+    if micros is None:
+        return ""
+    moment = dt.datetime(1970, 1, 1, tzinfo=dt.UTC) + dt.timedelta(microseconds=micros)
+    return moment.strftime("%Y-%m-%d %H:%M")
 
 
 def replay_command(reproducer: str | None) -> str | None:
@@ -103,7 +112,7 @@ def _signature_rows(signatures: Iterable[dict[str, Any]]) -> str:
                 escape(s["spec_ref"] or ""),
                 escape(", ".join(s["targets"])),
                 _n(s["occurrences"]),
-                str(s["first_seen"])[:16] if s["first_seen"] else "",
+                _when(s["first_seen"]),
                 replay,
             )
         )

@@ -7,12 +7,13 @@ mode (the CLI), under ``spark-submit`` on a cluster (``submit.py``) and over Spa
 from __future__ import annotations
 
 import datetime as dt
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlparse
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from . import coverage, html, page, read, signatures, tables
@@ -41,11 +42,18 @@ def local_path(path: str) -> Path:
     return Path(urlparse(path).path if path.startswith("file:") else path)
 
 
-def _history(
-    spark: SparkSession, output: str, nights: Sequence[dt.date]
-) -> tuple[list[signatures.Sighting], list[tuple[dt.date, str]]]:
-    """Earlier nights' signatures and (night, target) pairs, read before the job overwrites
-    anything (Spark reads lazily, and the same paths are about to be written)."""
+@dataclass(frozen=True, slots=True)
+class _History:
+    """Earlier nights, as the output holds them."""
+
+    sightings: list[signatures.Sighting]  # signatures that failed, per night
+    ran: list[tuple[dt.date, str]]  # (night, target label) pairs
+    trends: list[page.Trend]
+
+
+def _history(spark: SparkSession, output: str, nights: Sequence[dt.date]) -> _History:
+    """Read before the job overwrites anything (Spark reads lazily, and the same paths are
+    about to be written); the nights being processed are left out."""
     sightings = signatures.collect_sightings(
         tables.read_table(spark, output, "signatures", except_nights=nights)
         .filter("occurrences > 0")
@@ -62,13 +70,37 @@ def _history(
             "reproducer",
         )
     )
-    return sightings, _ran(tables.read_table(spark, output, "runs", except_nights=nights))
+    runs = tables.collect(
+        tables.read_table(spark, output, "runs", except_nights=nights).select(
+            "run_date", "target_label", "cases", "failures", "duration_s"
+        )
+    )
+    failing = Counter(s.run_date for s in sightings)
+    return _History(
+        sightings=sightings,
+        ran=[(r["run_date"], r["target_label"]) for r in runs],
+        trends=page.trends(runs, failing),
+    )
 
 
-def _ran(frame: DataFrame) -> list[tuple[dt.date, str]]:
-    """The (night, target label) pairs of a frame with those columns."""
-    pairs = frame.select("run_date", "target_label").distinct().collect()
-    return [(r.run_date, r.target_label) for r in pairs]
+def _tables(
+    spark: SparkSession, ingest: read.Ingest, past: _History, protocol: str
+) -> dict[str, tables.Rows]:
+    """Every table's rows for the nights read (rejects aside: they stay in Spark)."""
+    facts = ingest.facts
+    runs = tables.collect(tables.runs(facts))
+    tonight = signatures.collect_sightings(signatures.night_signatures(facts))
+    ran = past.ran + [(r["run_date"], r["target_label"]) for r in runs]
+    judged = signatures.statuses(past.sightings + tonight, ran, ingest.nights)
+    totals = coverage.night_totals(ingest.run_dates, ingest.totals, coverage.spec_totals(protocol))
+    return {
+        "runs": runs,
+        "conformance": tables.collect(tables.conformance(facts)),
+        "signatures": signatures.as_rows(judged),
+        "coverage": coverage.coverage(facts, totals),
+        "divergences": tables.collect(tables.divergences(facts)),
+        "ingest": tables.ingest_health(ingest),
+    }
 
 
 def run(
@@ -90,36 +122,21 @@ def run(
     try:
         nights = ingest.nights
         with read.step("history"):
-            past_signatures, past_runs = _history(spark, output, nights)
-        facts = ingest.facts
-        runs = tables.runs(facts)
-        with read.step("runs"):
-            tables.write_table(runs, output, "runs")
-        with read.step("conformance"):
-            tables.write_table(tables.conformance(facts), output, "conformance")
-        with read.step("signatures"):
-            tonight = signatures.collect_sightings(signatures.night_signatures(facts))
-            ran = past_runs + _ran(facts)
-            judged = signatures.statuses(past_signatures + tonight, ran, nights)
-            tables.write_table(signatures.table(spark, judged), output, "signatures")
-        with read.step("coverage"):
-            totals = coverage.night_totals(
-                ingest.run_dates, ingest.totals, coverage.spec_totals(protocol)
-            )
-            tables.write_table(coverage.coverage(spark, facts, totals), output, "coverage")
-        with read.step("divergences"):
-            tables.write_table(tables.divergences(facts), output, "divergences")
-        with read.step("ingest"):
-            tables.write_table(tables.ingest_health(spark, ingest), output, "ingest")
-            rejected = tables.rejects(spark, ingest)
-            if rejected is not None:
+            past = _history(spark, output, nights)
+        with read.step("tables"):
+            made = _tables(spark, ingest, past, protocol)
+        for name, rows in made.items():
+            with read.step(f"write {name}"):
+                tables.write_rows(spark, output, name, rows)
+        rejected = tables.rejects(spark, ingest)
+        if rejected is not None:
+            with read.step("write rejects"):
                 tables.write_table(rejected, output, "rejects")
     finally:
         ingest.release()
     night = nights[-1]
-    with read.step("html"):
-        shown = page.gather(spark, output, night)
-        text = html.render(shown)
+    shown = page.build(night, made, past.trends)
+    text = html.render(shown)
     html_path = None
     if is_local(output):
         target = local_path(output) / "report.html"

@@ -1,18 +1,18 @@
-"""What the HTML report shows, gathered from the tables in the output (small: a night's rows
-and one row per night for the trends), as plain Python values for :mod:`.html` to render."""
+"""What the HTML report shows, as plain Python values for :mod:`.html` to render: the rows the
+job has just written for the latest night, and one point per night for the trends (earlier
+nights from the tables already in the output)."""
 
 from __future__ import annotations
 
 import datetime as dt
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
+from .tables import Rows
 
-from .tables import read_table
-
-__all__ = ["Page", "Trend", "gather"]
+__all__ = ["Page", "Trend", "build", "trends"]
 
 TREND_NIGHTS = 60  # the trend charts show at most this many nights, the latest ones
 STATUS_ORDER = {"new": 0, "regressed": 1, "recurring": 2, "fixed": 3}
@@ -32,90 +32,66 @@ class Page:
     night: dt.date
     headline: dict[str, float]
     trends: list[Trend]
-    signatures: list[dict[str, Any]]  # new, regressed, recurring, fixed; most frequent first
+    signatures: Rows  # new, regressed, recurring, fixed; most frequent first
     heat_rows: list[str]  # targets
     heat_columns: list[str]  # spec classes
     heat: dict[tuple[str, str], tuple[int, int, int]]  # failing, judged, total
-    coverage: list[dict[str, Any]]
-    runs: list[dict[str, Any]]
-    divergences: list[dict[str, Any]]
-    ingest: list[dict[str, Any]]
+    coverage: Rows
+    runs: Rows
+    divergences: Rows
+    ingest: Rows
 
 
-def _rows(frame: DataFrame) -> list[dict[str, Any]]:
-    return [row.asDict() for row in frame.collect()]
-
-
-def _trends(spark: SparkSession, output: str, night: dt.date) -> list[Trend]:
-    runs = (
-        read_table(spark, output, "runs")
-        .filter(F.col("run_date") <= night)
-        .groupBy("run_date")
-        .agg(
-            F.sum("cases").alias("cases"),
-            F.sum("failures").alias("failures"),
-            F.sum("duration_s").alias("duration_s"),
-        )
-    )
-    sigs = (
-        read_table(spark, output, "signatures")
-        .filter((F.col("run_date") <= night) & (F.col("occurrences") > 0))
-        .groupBy("run_date")
-        .agg(F.count("*").alias("signatures"))
-    )
-    rows = (
-        runs.join(sigs, "run_date", "left")
-        .orderBy(F.col("run_date").desc())
-        .limit(TREND_NIGHTS)
-        .collect()
-    )
+def trends(runs: Iterable[Mapping[str, Any]], failing: Mapping[dt.date, int]) -> list[Trend]:
+    """One point per night of ``runs`` rows (any nights); ``failing`` counts the signatures
+    that failed each night."""
+    totals: dict[dt.date, list[float]] = defaultdict(lambda: [0, 0, 0.0])
+    for r in runs:
+        point = totals[r["run_date"]]
+        point[0] += r["cases"]
+        point[1] += r["failures"]
+        point[2] += r["duration_s"] or 0.0
     return [
         Trend(
-            night=r.run_date,
-            cases=r.cases,
-            failures=r.failures,
-            signatures=r.signatures or 0,
-            cases_per_s=r.cases / r.duration_s if r.duration_s else 0.0,
+            night=night,
+            cases=int(cases),
+            failures=int(failures),
+            signatures=failing.get(night, 0),
+            cases_per_s=cases / duration if duration else 0.0,
         )
-        for r in reversed(rows)
+        for night, (cases, failures, duration) in sorted(totals.items())
     ]
 
 
-def _heat(
-    spark: SparkSession, output: str, night: dt.date
-) -> dict[tuple[str, str], tuple[int, int, int]]:
-    rows = (
-        read_table(spark, output, "conformance")
-        .filter(F.col("run_date") == night)
-        .groupBy("target_label", "spec_class")
-        .agg(
-            F.sum(F.col("fail") + F.col("error")).alias("failing"),
-            F.sum(F.col("total") - F.col("skip")).alias("judged"),
-            F.sum("total").alias("total"),
-        )
-        .collect()
-    )
-    return {
-        (r.target_label or "?", r.spec_class or "?"): (r.failing, r.judged, r.total) for r in rows
-    }
+def _heat(conformance: Rows) -> dict[tuple[str, str], tuple[int, int, int]]:
+    cells: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0, 0])
+    for r in conformance:
+        cell = cells[(r["target_label"] or "?", r["spec_class"] or "?")]
+        cell[0] += r["fail"] + r["error"]
+        cell[1] += r["total"] - r["skip"]
+        cell[2] += r["total"]
+    return {key: (a, b, c) for key, (a, b, c) in cells.items()}
 
 
-def _night(spark: SparkSession, output: str, name: str, night: dt.date) -> DataFrame:
-    return read_table(spark, output, name).filter(F.col("run_date") == night).drop("run_date")
+def build(night: dt.date, tables: Mapping[str, Rows], history: Iterable[Trend]) -> Page:
+    """The page for ``night`` from the rows of the tables just computed (any nights) and the
+    trend points of earlier nights."""
 
+    def tonight(name: str) -> Rows:
+        return [r for r in tables.get(name, []) if r["run_date"] == night]
 
-def gather(spark: SparkSession, output: str, night: dt.date) -> Page:
-    """Everything the page for ``night`` shows, read back from the tables in ``output``."""
-    runs = sorted(
-        _rows(_night(spark, output, "runs", night)),
-        key=lambda r: (r["target_label"] or "", r["run_id"]),
-    )
+    runs = sorted(tonight("runs"), key=lambda r: (r["target_label"] or "", r["run_id"]))
     signatures = sorted(
-        _rows(_night(spark, output, "signatures", night)),
+        tonight("signatures"),
         key=lambda r: (STATUS_ORDER[r["status"]], -r["occurrences"], r["signature"]),
     )
-    ingest = sorted(_rows(_night(spark, output, "ingest", night)), key=lambda r: r["file"])
-    heat = _heat(spark, output, night)
+    ingest = sorted(tonight("ingest"), key=lambda r: r["file"])
+    heat = _heat(tonight("conformance"))
+    failing: dict[dt.date, int] = defaultdict(int)
+    for s in tables.get("signatures", []):
+        failing[s["run_date"]] += s["occurrences"] > 0
+    points = {t.night: t for t in history}
+    points.update({t.night: t for t in trends(tables.get("runs", []), failing)})
     cases = sum(r["cases"] for r in runs)
     duration = sum(r["duration_s"] for r in runs)
     statuses = [s["status"] for s in signatures]
@@ -135,21 +111,20 @@ def gather(spark: SparkSession, output: str, night: dt.date) -> Page:
         "duplicates": sum(r["duplicates"] for r in ingest),
         "malformed_lines": sum(r["malformed_lines"] for r in ingest),
     }
-    divergences = (
-        _night(spark, output, "divergences", night)
-        .orderBy(F.col("occurrences").desc(), "spec_ref", "target_label")
-        .limit(100)
+    divergences = sorted(
+        tonight("divergences"),
+        key=lambda d: (-d["occurrences"], d["spec_ref"] or "", d["target_label"] or ""),
     )
     return Page(
         night=night,
         headline=headline,
-        trends=_trends(spark, output, night),
+        trends=[points[n] for n in sorted(points) if n <= night][-TREND_NIGHTS:],
         signatures=signatures,
         heat_rows=sorted({t for t, _ in heat}),
         heat_columns=sorted({c for _, c in heat}),
         heat=heat,
-        coverage=_rows(_night(spark, output, "coverage", night)),
+        coverage=tonight("coverage"),
         runs=runs,
-        divergences=_rows(divergences),
+        divergences=divergences[:100],
         ingest=ingest,
     )

@@ -23,14 +23,12 @@ import datetime as dt
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
-from pyspark.sql.types import LongType, StructField, StructType
 
-from .schema import TABLES
-
-__all__ = ["Sighting", "Status", "collect_sightings", "night_signatures", "statuses", "table"]
+__all__ = ["Sighting", "Status", "as_rows", "collect_sightings", "night_signatures", "statuses"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,31 +146,23 @@ def statuses(
     return rows
 
 
-def table(spark: SparkSession, rows: Sequence[Status]) -> DataFrame:
-    """The signatures table of :func:`statuses` rows."""
-    schema = TABLES["signatures"]
-    times = ("first_seen", "last_seen")
-    # Times cross from Python as microseconds: datetimes would pass through local time zones.
-    raw = StructType(
-        [StructField(f.name, LongType() if f.name in times else f.dataType) for f in schema]
-    )
-    data = [
-        (
-            r.sighting.signature,
-            r.status,
-            r.sighting.oracle,
-            r.sighting.spec_ref,
-            r.sighting.message,
-            r.sighting.occurrences,
-            list(r.sighting.targets),
-            r.sighting.reproducer,
-            r.first_us,
-            r.last_us,
-            r.total_occurrences,
-            r.nights_seen,
-            r.sighting.run_date,
-        )
-        for r in rows
+def as_rows(statuses: Iterable[Status]) -> list[dict[str, Any]]:
+    """Rows of the signatures table (times in microseconds)."""
+    return [
+        {
+            "signature": r.sighting.signature,
+            "status": r.status,
+            "oracle": r.sighting.oracle,
+            "spec_ref": r.sighting.spec_ref,
+            "message": r.sighting.message,
+            "occurrences": r.sighting.occurrences,
+            "targets": list(r.sighting.targets),
+            "reproducer": r.sighting.reproducer,
+            "first_seen": r.first_us,
+            "last_seen": r.last_us,
+            "total_occurrences": r.total_occurrences,
+            "nights_seen": r.nights_seen,
+            "run_date": r.sighting.run_date,
+        }
+        for r in statuses
     ]
-    frame = spark.createDataFrame(data, raw)
-    return frame.withColumns({t: F.timestamp_micros(t) for t in times})

@@ -1,4 +1,9 @@
-"""The nightly tables built from the de-duplicated records, and how they are written and read.
+"""The nightly tables built from the facts, and how they are written and read.
+
+The tables are small (a row per run, per target and spec_ref, per signature...), so each is
+computed by Spark, collected once, and then both rendered into the page and written: rows are
+plain dicts whose times are microseconds since the epoch (a datetime crossing between Python
+and the JVM would pass through local time zones).
 
 Every table is partitioned by ``run_date`` (the UTC date of its run's first record) and written
 with dynamic partition overwrite: processing a night again replaces that night's partitions and
@@ -8,26 +13,33 @@ leaves the other nights alone, so the same input always gives the same output.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 from pyspark.errors import AnalysisException
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.types import LongType, StructField, StructType
+from pyspark.sql.types import LongType, StructField, StructType, TimestampType
 
 from .read import Ingest
 from .schema import TABLES, VERDICT_COLUMNS
 
 __all__ = [
+    "Rows",
+    "collect",
     "conformance",
     "divergences",
+    "frame",
     "ingest_health",
     "read_table",
     "rejects",
     "runs",
     "spec_class",
+    "write_rows",
     "write_table",
 ]
+
+Rows = list[dict[str, Any]]
 
 
 def spec_class(spec_ref: Column) -> Column:
@@ -67,8 +79,8 @@ def runs(facts: DataFrame) -> DataFrame:
         "target_protocol",
         "tool_version",
         "workers",
-        F.timestamp_micros("start_us").alias("started"),
-        F.timestamp_micros("end_us").alias("finished"),
+        F.col("start_us").alias("started"),
+        F.col("end_us").alias("finished"),
         duration.alias("duration_s"),
         "cases",
         F.when(duration > 0, F.col("cases") / duration).alias("cases_per_s"),
@@ -110,15 +122,15 @@ def divergences(facts: DataFrame) -> DataFrame:
         .groupBy(*keys)
         .agg(
             F.sum("n").alias("occurrences"),
-            F.timestamp_micros(F.min("first_us")).alias("first_seen"),
-            F.timestamp_micros(F.max("last_us")).alias("last_seen"),
+            F.min("first_us").alias("first_seen"),
+            F.max("last_us").alias("last_seen"),
             F.min("best").reproducer.alias("reproducer"),
         )
         .select(*TABLES["divergences"].fieldNames())
     )
 
 
-def ingest_health(spark: SparkSession, ingest: Ingest) -> DataFrame:
+def ingest_health(ingest: Ingest) -> Rows:
     """One row per file found: its state, and what its lines held (zero for unread files)."""
     rows = []
     for f in ingest.files:
@@ -126,16 +138,34 @@ def ingest_health(spark: SparkSession, ingest: Ingest) -> DataFrame:
             continue
         st = ingest.stats.get(f.path)
         counts = (st.lines, st.records, st.duplicates, st.torn, st.malformed) if st else (0,) * 5
+        values = (f.path, f.state, f.size, f.modified_us, f.read, *counts)
         rows.append(
-            (f.path, f.state, f.size, f.modified_us, f.read, *counts, ingest.night_of_file(f.path))
+            dict(zip(TABLES["ingest"].fieldNames(), values, strict=False))
+            | {"run_date": ingest.night_of_file(f.path)}
         )
-    # Times cross from Python as microseconds: datetimes would pass through local time zones.
-    schema = TABLES["ingest"]
+    return rows
+
+
+def collect(frame: DataFrame) -> Rows:
+    return [row.asDict(recursive=True) for row in frame.collect()]
+
+
+def frame(spark: SparkSession, name: str, rows: Iterable[dict[str, Any]]) -> DataFrame:
+    """Table ``name`` of ``rows`` (times in microseconds)."""
+    schema = TABLES[name]
+    times = [f.name for f in schema if isinstance(f.dataType, TimestampType)]
     raw = StructType(
-        [StructField(f.name, LongType() if f.name == "modified" else f.dataType) for f in schema]
+        [StructField(f.name, LongType() if f.name in times else f.dataType) for f in schema]
     )
-    frame = spark.createDataFrame(rows, raw)
-    return frame.withColumn("modified", F.timestamp_micros("modified"))
+    data = [tuple(row[f] for f in schema.fieldNames()) for row in rows]
+    return spark.createDataFrame(data, raw).withColumns({t: F.timestamp_micros(t) for t in times})
+
+
+def write_rows(spark: SparkSession, output: str, name: str, rows: Rows) -> None:
+    """Write ``rows`` as table ``name``; no rows, nothing written (a table directory without a
+    single file is one that Parquet readers cannot tell the schema of)."""
+    if rows:
+        write_table(frame(spark, name, rows), output, name)
 
 
 def rejects(spark: SparkSession, ingest: Ingest) -> DataFrame | None:
@@ -158,10 +188,10 @@ def rejects(spark: SparkSession, ingest: Ingest) -> DataFrame | None:
     )
 
 
-def write_table(frame: DataFrame, output: str, name: str) -> None:
-    """Replace the nights ``frame`` holds in table ``name``; other nights stay as they were."""
+def write_table(table: DataFrame, output: str, name: str) -> None:
+    """Replace the nights ``table`` holds in table ``name``; other nights stay as they were."""
     (
-        frame.select(*TABLES[name].fieldNames())
+        table.select(*TABLES[name].fieldNames())
         .coalesce(1)  # the tables are small: one task writes every night's file
         .write.mode("overwrite")
         .option("partitionOverwriteMode", "dynamic")

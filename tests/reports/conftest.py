@@ -47,3 +47,17 @@ def table(spark: SparkSession, output: Path, name: str) -> DataFrame:
     frame = spark.read.parquet(str(output / name))
     stamps = [f.name for f in frame.schema if isinstance(f.dataType, TimestampType)]
     return frame.withColumns({c: F.date_format(c, "yyyy-MM-dd HH:mm:ss.SSS") for c in stamps})
+
+
+@pytest.fixture(scope="session")
+def three_nights(
+    spark: SparkSession, tmp_path_factory: pytest.TempPathFactory
+) -> tuple[Path, list[Path]]:
+    """report_records.NIGHTS reported one after the other into one output: (output, inputs)."""
+    output = tmp_path_factory.mktemp("three-nights-out")
+    inputs = []
+    for night in records.NIGHTS:
+        inputs.append(tmp_path_factory.mktemp(f"night-{night}"))
+        records.night_of(inputs[-1], night)
+        run(spark, [str(inputs[-1])], str(output))
+    return output, inputs

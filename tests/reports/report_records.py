@@ -183,3 +183,36 @@ def first_night(directory: Path) -> None:
     write(directory / "machine3", "r2", "m3-33", m3)
     totals = {"methods": 60, "rules": 120, "scenario_files": 82, "mutation_operators": 28}
     (directory / "machine3" / "run-r2.json").write_text(json.dumps({"totals": totals}))
+
+
+NIGHTS = ("2026-03-01", "2026-03-02", "2026-03-03")
+# Which signatures fail on which target, night by night (GarageMQ is not run on night 2).
+FAILING = {
+    NIGHTS[0]: {"rabbitmq": ("sig-A", "sig-B"), "garagemq": ("sig-G",)},
+    NIGHTS[1]: {"rabbitmq": ("sig-B", "sig-C")},
+    NIGHTS[2]: {"rabbitmq": ("sig-A", "sig-C"), "garagemq": ("sig-G",)},
+}
+
+
+def night_of(directory: Path, night: str) -> None:
+    """One night's files: per target a passing case, then one failure per failing signature
+    (its reproducer named after signature and night)."""
+    for label, failing in FAILING[night].items():
+        target = RABBIT if label == "rabbitmq" else GARAGE
+        run_id, worker = f"{night}-{label}", f"{label}-host-1"
+        items = [case(run_id=run_id, worker=worker, ts=at(night, 0), target=target)]
+        items += [
+            case(
+                run_id=run_id,
+                worker=worker,
+                ts=at(night, 60 * (i + 1)),
+                target=target,
+                spec_ref="basic.publish/mandatory",
+                verdict="fail",
+                signature=sig,
+                reproducer=f"repro/{sig}-{night}.case",
+                mutation="frame-end",
+            )
+            for i, sig in enumerate(failing)
+        ]
+        write(directory, run_id, worker, items)

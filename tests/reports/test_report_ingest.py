@@ -1,0 +1,151 @@
+"""Reading what machines really leave behind: a torn last line, a duplicated file, records
+repeated in one file, a malformed line, abandoned and still-growing ``.part`` files; and input
+no report can be made of."""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+from conftest import table
+from pyspark.sql import Row, SparkSession
+from pyspark.testing import assertDataFrameEqual
+from report_records import at, case, write
+
+from amqpfuzz.fuzzer.records import RecordWriter
+from amqpfuzz.reports import ReportInputError, run
+
+NIGHT = "2026-02-01"
+
+
+def _part(directory: Path, worker: str, items: list[dict], tail: str, age_s: float) -> Path:
+    """A file a writer left unfinished: its records, then ``tail`` without a newline."""
+    writer = RecordWriter(directory, "r1", worker)
+    for item in items:
+        writer.write(item)
+    assert writer._file is not None
+    writer._file.write(tail)
+    writer._file.close()
+    writer._file = None  # abandoned: never moved into place
+    moment = time.time() - age_s
+    os.utime(writer.part, (moment, moment))
+    return writer.part
+
+
+@pytest.fixture(scope="module")
+def messy(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    inputs, output = tmp_path_factory.mktemp("messy-in"), tmp_path_factory.mktemp("messy-out")
+    a = inputs / "a"
+    recs = [case(run_id="r1", worker="w1", ts=at(NIGHT, i)) for i in range(3)]
+    first = write(a, "r1", "w1", recs)
+    (inputs / "b").mkdir()
+    shutil.copy(first, inputs / "b" / first.name)  # a retried upload of the same file
+    torn = '{"schema_version":1,"record_id":"3f2a","run_id":"r1","wor'
+    _part(
+        a,
+        "w2",
+        [case(run_id="r1", worker="w2", ts=at(NIGHT, 10 + i)) for i in range(2)],
+        torn,
+        age_s=3600,
+    )
+    _part(a, "w3", [case(run_id="r1", worker="w3", ts=at(NIGHT, 20))], "", age_s=0)
+    twice = case(run_id="r1", worker="w4", ts=at(NIGHT, 31), verdict="fail", signature="sig-T")
+    w4 = write(a, "r1", "w4", [case(run_id="r1", worker="w4", ts=at(NIGHT, 30)), twice, twice])
+    lines = w4.read_text().splitlines(keepends=True)
+    w4.write_text(lines[0] + "not json at all\n\n" + "".join(lines[1:]))
+    run(spark, [str(inputs)], str(output))
+    return inputs, output
+
+
+def test_each_file_is_accounted_for(spark: SparkSession, messy: tuple[Path, Path]) -> None:
+    inputs, output = messy
+
+    def row(
+        path: str,
+        state: str,
+        lines: int,
+        records: int,
+        dups: int = 0,
+        torn: int = 0,
+        malformed: int = 0,
+    ) -> Row:
+        return Row(
+            file=f"file:{inputs}/{path}",
+            state=state,
+            read=state != "writing",
+            lines=lines,
+            records=records,
+            duplicates=dups,
+            torn_lines=torn,
+            malformed_lines=malformed,
+            run_date=dt.date(2026, 2, 1),
+        )
+
+    expected = [
+        row("a/records-r1-w1.jsonl", "complete", 3, 3),
+        row("a/records-r1-w2.jsonl.part", "abandoned", 3, 2, torn=1),
+        row("a/records-r1-w3.jsonl.part", "writing", 0, 0),
+        row("a/records-r1-w4.jsonl", "complete", 5, 2, dups=1, malformed=1),
+        row("b/records-r1-w1.jsonl", "complete", 3, 0, dups=3),
+    ]
+    actual = table(spark, output, "ingest").select(*expected[0].__fields__)
+    assertDataFrameEqual(actual, expected)
+
+
+def test_every_record_counts_once(spark: SparkSession, messy: tuple[Path, Path]) -> None:
+    _, output = messy
+    runs = table(spark, output, "runs").collect()
+    assert [(r.run_id, r.cases, r.failures, r.workers) for r in runs] == [("r1", 7, 1, 3)]
+    (sig,) = table(spark, output, "signatures").collect()
+    assert (sig.signature, sig.occurrences) == ("sig-T", 1)
+
+
+def test_torn_and_malformed_lines_are_kept_apart(
+    spark: SparkSession, messy: tuple[Path, Path]
+) -> None:
+    inputs, output = messy
+    expected = [
+        Row(
+            file=f"file:{inputs}/a/records-r1-w2.jsonl.part",
+            reason="torn",
+            text='{"schema_version":1,"record_id":"3f2a","run_id":"r1","wor',
+        ),
+        Row(
+            file=f"file:{inputs}/a/records-r1-w4.jsonl", reason="malformed", text="not json at all"
+        ),
+    ]
+    assertDataFrameEqual(table(spark, output, "rejects").drop("run_date"), expected)
+
+
+def test_a_file_of_something_else_is_an_error(spark: SparkSession, tmp_path: Path) -> None:
+    write(tmp_path, "r1", "w1", [case(run_id="r1", worker="w1", ts=at(NIGHT))])
+    stranger = tmp_path / "records-r9-w9.jsonl"
+    stranger.write_text("hello\nworld\n")
+    with pytest.raises(ReportInputError, match=r"records-r9-w9\.jsonl: not a record file"):
+        run(spark, [str(tmp_path)], str(tmp_path / "out"))
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize(
+    ("setup", "message"),
+    [
+        ("empty", r"no record files \(records-\*\.jsonl\) in "),
+        ("growing", "no finished record files in .*: 1 still being written"),
+        ("torn only", "no records in "),
+        ("missing", "Path does not exist"),
+    ],
+)
+def test_no_report_without_records(
+    spark: SparkSession, tmp_path: Path, setup: str, message: str
+) -> None:
+    inputs = tmp_path / "in"
+    if setup != "missing":
+        inputs.mkdir()
+    if setup in ("growing", "torn only"):
+        _part(inputs, "w1", [], '{"schema_version":1,"rec', age_s=0 if setup == "growing" else 3600)
+    with pytest.raises(ReportInputError, match=message):
+        run(spark, [str(inputs)], str(tmp_path / "out"))

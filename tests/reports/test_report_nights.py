@@ -1,0 +1,172 @@
+"""Statuses of failure signatures over three nights processed one after the other, and the
+same nights processed again giving the same output."""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+
+from conftest import table
+from pyspark.sql import Row, SparkSession
+from pyspark.testing import assertDataFrameEqual
+from report_records import NIGHTS
+
+from amqpfuzz.reports import run
+from amqpfuzz.reports.schema import TABLES
+
+N1, N2, N3 = (dt.date.fromisoformat(n) for n in NIGHTS)
+
+
+Nights = tuple[Path, list[Path]]
+
+
+def test_new_recurring_fixed_regressed(spark: SparkSession, three_nights: Nights) -> None:
+    output, _ = three_nights
+    expected = [
+        # night 1: everything is new
+        Row(
+            run_date=N1,
+            signature="sig-A",
+            status="new",
+            occurrences=1,
+            targets=["rabbitmq"],
+            reproducer="repro/sig-A-2026-03-01.case",
+            total_occurrences=1,
+            nights_seen=1,
+        ),
+        Row(
+            run_date=N1,
+            signature="sig-B",
+            status="new",
+            occurrences=1,
+            targets=["rabbitmq"],
+            reproducer="repro/sig-B-2026-03-01.case",
+            total_occurrences=1,
+            nights_seen=1,
+        ),
+        Row(
+            run_date=N1,
+            signature="sig-G",
+            status="new",
+            occurrences=1,
+            targets=["garagemq"],
+            reproducer="repro/sig-G-2026-03-01.case",
+            total_occurrences=1,
+            nights_seen=1,
+        ),
+        # night 2: A gone on RabbitMQ; G not judged (GarageMQ was not run)
+        Row(
+            run_date=N2,
+            signature="sig-A",
+            status="fixed",
+            occurrences=0,
+            targets=["rabbitmq"],
+            reproducer="repro/sig-A-2026-03-01.case",
+            total_occurrences=1,
+            nights_seen=1,
+        ),
+        Row(
+            run_date=N2,
+            signature="sig-B",
+            status="recurring",
+            occurrences=1,
+            targets=["rabbitmq"],
+            reproducer="repro/sig-B-2026-03-02.case",
+            total_occurrences=2,
+            nights_seen=2,
+        ),
+        Row(
+            run_date=N2,
+            signature="sig-C",
+            status="new",
+            occurrences=1,
+            targets=["rabbitmq"],
+            reproducer="repro/sig-C-2026-03-02.case",
+            total_occurrences=1,
+            nights_seen=1,
+        ),
+        # night 3: A back, B gone, C again, G again on the next night GarageMQ ran
+        Row(
+            run_date=N3,
+            signature="sig-A",
+            status="regressed",
+            occurrences=1,
+            targets=["rabbitmq"],
+            reproducer="repro/sig-A-2026-03-03.case",
+            total_occurrences=2,
+            nights_seen=2,
+        ),
+        Row(
+            run_date=N3,
+            signature="sig-B",
+            status="fixed",
+            occurrences=0,
+            targets=["rabbitmq"],
+            reproducer="repro/sig-B-2026-03-02.case",
+            total_occurrences=2,
+            nights_seen=2,
+        ),
+        Row(
+            run_date=N3,
+            signature="sig-C",
+            status="recurring",
+            occurrences=1,
+            targets=["rabbitmq"],
+            reproducer="repro/sig-C-2026-03-03.case",
+            total_occurrences=2,
+            nights_seen=2,
+        ),
+        Row(
+            run_date=N3,
+            signature="sig-G",
+            status="recurring",
+            occurrences=1,
+            targets=["garagemq"],
+            reproducer="repro/sig-G-2026-03-03.case",
+            total_occurrences=2,
+            nights_seen=2,
+        ),
+    ]
+    actual = table(spark, output, "signatures").select(*expected[0].__fields__)
+    assertDataFrameEqual(actual, expected)
+    a3 = table(spark, output, "signatures").filter(
+        "signature = 'sig-A' AND run_date = '2026-03-03'"
+    )
+    (row,) = a3.collect()
+    assert (row.first_seen, row.last_seen) == ("2026-03-01 01:01:00.000", "2026-03-03 01:01:00.000")
+
+
+def test_coverage_totals_from_the_spec_without_a_run_file(
+    spark: SparkSession, three_nights: Nights
+) -> None:
+    output, _ = three_nights
+    rows = table(spark, output, "coverage").filter(f"run_date = '{N2}'").collect()
+    got = {r.dimension: (r.exercised, r.total, r.totals_from) for r in rows}
+    assert got == {
+        "methods": (2, 53, "spec"),
+        "rules": (1, 115, "spec"),
+        "scenario_files": (0, None, None),
+        "mutation_operators": (1, None, None),
+    }
+
+
+def _snapshot(spark: SparkSession, output: Path) -> dict[str, list[Row]]:
+    return {
+        name: table(spark, output, name).collect() for name in TABLES if (output / name).exists()
+    }
+
+
+def test_processing_nights_again_changes_nothing(spark: SparkSession, three_nights: Nights) -> None:
+    output, inputs = three_nights
+    before = _snapshot(spark, output)
+    page = (output / "report.html").read_bytes()
+    files = sorted(p.relative_to(output) for p in output.rglob("*.parquet"))
+    for directory in (inputs[1], inputs[2]):  # an earlier night first, then the latest
+        run(spark, [str(directory)], str(output))
+    after = _snapshot(spark, output)
+    assert after.keys() == before.keys() == set(TABLES) - {"rejects", "divergences"}
+    for name, rows in before.items():
+        assertDataFrameEqual(after[name], rows)
+    assert (output / "report.html").read_bytes() == page
+    partitions = {p.parent for p in output.rglob("*.parquet")}
+    assert len(partitions) == len(files), "one file per table and night, none left over"
