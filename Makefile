@@ -9,7 +9,7 @@ BIN := $(VENV)/bin
 DEBS := rabbitmq-server garagemq openjdk-17-jre-headless chromium
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 STAMP := $(VENV)/.installed
-PACKAGES := spec strategies fuzzer reports
+PACKAGES := spec strategies scenarios fuzzer reports
 
 .PHONY: check setup system-packages lint test
 

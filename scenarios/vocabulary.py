@@ -1,0 +1,208 @@
+"""The language of scenario files, as data: step kinds, capabilities, variables, matchers.
+
+One table per notion, each entry with a one-line meaning; the loader checks files against these
+tables and the runner executes what they mean. Conventions every step shares:
+
+* ``connection`` names a connection opened by an earlier ``connect`` (``as``); ``channel`` is a
+  channel number, 0 for the connection class's methods, else opened by ``open_channel``.
+* Method and field names are the spec model's: ``queue.declare``, ``routing_key``.
+* Strings may hold ``${name}`` variables (:data:`VARIABLES`, or a name bound by ``save``); a
+  string that is one whole variable takes the variable's value and type.
+* A queue or exchange name starts with ``${prefix}`` so that a run only touches what it created,
+  unless it is ``""`` (the default exchange, a server-named queue), an ``amq.`` name, or a saved
+  variable.
+* Deliveries (``basic.deliver`` with its content) are filed per channel for ``deliveries``; they
+  are never "the next method" an ``expect`` looks at.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+__all__ = ["CAPABILITIES", "MATCHERS", "STEPS", "VARIABLES", "StepKind"]
+
+
+@dataclass(frozen=True, slots=True)
+class StepKind:
+    """A step kind: its keys and what it means. ``capability`` is what a runner must provide
+    for it (the loader requires the file to declare it); ``scalar`` steps take a number."""
+
+    name: str
+    meaning: str
+    required: tuple[str, ...] = ()
+    optional: tuple[str, ...] = ()
+    capability: str | None = None
+    scalar: bool = False
+
+    @property
+    def keys(self) -> frozenset[str]:
+        return frozenset(self.required + self.optional)
+
+
+_CONN = ("connection",)
+_CHAN = ("connection", "channel")
+_SETTLE = "the N-th message received on the channel (from 1), `last`, or `all`"
+
+STEPS: Mapping[str, StepKind] = {
+    kind.name: kind
+    for kind in (
+        # -- connections and channels ---------------------------------------------------------
+        StepKind(
+            "connect",
+            "open connection `as` through the whole handshake; with `handshake: false` only "
+            "the socket (capability raw-bytes), the steps then speak the protocol themselves",
+            ("as",),
+            ("handshake",),
+        ),
+        StepKind("close_connection", "connection.close, close-ok awaited, socket closed", _CONN),
+        StepKind("open_channel", "channel.open on `channel`, open-ok awaited", _CHAN),
+        StepKind("close_channel", "channel.close on `channel`, close-ok awaited", _CHAN),
+        # -- methods --------------------------------------------------------------------------
+        StepKind(
+            "send",
+            "send `method` with `arguments` (unnamed fields take zero values); a content "
+            "method also takes `body` (or `body_size` filler octets) and `properties`; "
+            "`frame_size` (octets or a constant's name) pads the field named by `pad` so that "
+            "the method frame has exactly that size; nothing is awaited",
+            ("connection", "channel", "method"),
+            ("arguments", "body", "body_size", "properties", "frame_size", "pad"),
+        ),
+        StepKind(
+            "expect",
+            "exactly one of: `reply` (the next method on `channel` is that method, `fields` "
+            "match, `save` binds fields to variables); `close: channel|connection` with an "
+            "optional `code` (a constant whose hard/soft class matches); `nothing: seconds` "
+            "(no frame on `channel`, or on the connection if none is given)",
+            _CONN,
+            ("channel", "reply", "fields", "save", "close", "code", "nothing"),
+        ),
+        # -- protocol headers and sockets ----------------------------------------------------
+        StepKind(
+            "send_raw", "send these bytes as they are", ("connection", "hex"), (), "raw-bytes"
+        ),
+        StepKind(
+            "send_header",
+            "send a protocol header: `name` (default AMQP) and the four `version` octets",
+            ("connection", "version"),
+            ("name",),
+            "raw-bytes",
+        ),
+        StepKind(
+            "expect_header",
+            "the server answers with a protocol header (equal to `version` if given)",
+            _CONN,
+            ("version",),
+            "raw-bytes",
+        ),
+        StepKind(
+            "expect_greeting",
+            "the server answers a protocol header with its own header and then closes the "
+            "socket, or with connection.start; the runner records which, and the octets",
+            _CONN,
+            (),
+            "raw-bytes",
+        ),
+        StepKind(
+            "expect_closed",
+            "the socket closes (within `within` seconds, default 5); with `no_frames: true` "
+            "no frame arrives before it (a protocol header is not a frame)",
+            _CONN,
+            ("no_frames", "within"),
+        ),
+        # -- messages -------------------------------------------------------------------------
+        StepKind(
+            "publish",
+            "basic.publish with content: `body` (or `body_size` filler octets), `properties`; "
+            "`exchange` defaults to the default exchange",
+            ("connection", "channel", "routing_key"),
+            ("exchange", "body", "body_size", "properties", "mandatory", "immediate"),
+        ),
+        StepKind(
+            "get",
+            "basic.get, answer awaited; `expect: empty` (get-empty) or a mapping of body, "
+            "redelivered, properties, message_count; without `expect` the answer is recorded",
+            ("connection", "channel", "queue"),
+            ("no_ack", "expect"),
+        ),
+        StepKind(
+            "consume",
+            "basic.consume with consumer tag `tag`, consume-ok awaited",
+            ("connection", "channel", "queue", "tag"),
+            ("no_ack", "exclusive", "no_local", "arguments"),
+            "consumer",
+        ),
+        StepKind(
+            "deliveries",
+            "within `within` seconds (default 1) exactly `count` messages are delivered on the "
+            "channel (to consumer `tag` if given) since the last such check; `bodies`, "
+            "`redelivered`, `properties`: lists in delivery order",
+            ("connection", "channel", "count"),
+            ("bodies", "redelivered", "properties", "tag", "within"),
+            "consumer",
+        ),
+        StepKind(
+            "ack",
+            f"basic.ack of `delivery`: {_SETTLE} (`all`: multiple up to the last)",
+            ("connection", "channel", "delivery"),
+            ("multiple",),
+        ),
+        StepKind(
+            "reject",
+            f"basic.reject of `delivery`: {_SETTLE} (`all`: each), with `requeue`",
+            ("connection", "channel", "delivery"),
+            ("requeue",),
+        ),
+        StepKind(
+            "nack",
+            f"basic.nack (RabbitMQ extension) of `delivery`: {_SETTLE}, `requeue`, `multiple`",
+            ("connection", "channel", "delivery"),
+            ("requeue", "multiple"),
+        ),
+        # -- the broker and control ----------------------------------------------------------
+        StepKind(
+            "restart_broker",
+            "stop and start the broker; every open connection is lost",
+            (),
+            (),
+            "restart",
+        ),
+        StepKind("wait", "sleep this many seconds", scalar=True),
+        StepKind(
+            "repeat",
+            "run `steps` `times` times, with ${i} = 1, 2, ... substituted",
+            ("times", "steps"),
+        ),
+        StepKind(
+            "until_limit",
+            "run `steps` with ${i} = 1, 2, ... until one fails because the broker refuses "
+            "(optionally with the close `expect_close` describes) or `max` rounds pass; the "
+            "rounds completed must be at least `at_least`; the runner records the count",
+            ("steps", "max"),
+            ("at_least", "expect_close"),
+            "many-queues",
+        ),
+    )
+}
+
+CAPABILITIES: Mapping[str, str] = {
+    "second-connection": "more than one connection, at once or one after another",
+    "restart": "the runner can restart the broker (a throwaway broker it started)",
+    "many-queues": "creates entities until the broker refuses (or hundreds of them)",
+    "raw-bytes": "speaks below the client library: raw sockets, headers, hand-made handshakes",
+    "consumer": "consumes: receives basic.deliver and checks deliveries",
+}
+
+VARIABLES: Mapping[str, str] = {
+    "prefix": "the run's prefix for every name it creates",
+    "i": "the round of the innermost repeat or until_limit, from 1",
+    "plain": "the SASL PLAIN response for the target's credentials (\\0user\\0password)",
+}
+
+# A field expectation is a literal (equal) or a mapping with one of these keys. A table literal
+# whose only key is a matcher's name is read as the matcher.
+MATCHERS: Mapping[str, str] = {
+    "has_keys": "a table holding at least these keys",
+    "contains": "a string whose space-separated words, or an array whose items, include this",
+    "not_in": "a value equal to none of these",
+}
