@@ -141,6 +141,8 @@ class StepChecker:
 
     def _variables(self, value: Located) -> None:
         for key, item in value.items():
+            if key == "steps":  # a loop's steps are checked one by one, with ${i} known
+                continue
             for text in _strings(item):
                 for name in _VARIABLE.findall(text):
                     if name in self.variables or (name == "i" and self.loops):
