@@ -81,6 +81,7 @@ class StepChecker:
         extension = EXTENSIONS.get(spec.protocol)
         self.extension = load(extension) if extension else None
         self.channels: dict[str, set[int]] = {}  # connection name -> channels opened on it
+        self.raw: set[str] = set()  # connections opened with handshake: false
         self.variables = {"prefix", "plain"}
         self.loops = 0
         self.connects = 0
@@ -188,6 +189,16 @@ class StepChecker:
 
     def method(self, value: Located, key: str, sender: str) -> Method:
         return self.method_named(value[key], value.line_of(key), sender, key)
+
+    def handshake(self, method: Method, connection: str, line: int) -> None:
+        """The connection class's methods are the handshake's: a scenario that speaks them
+        opens its connection with ``handshake: false``."""
+        if method.class_name == "connection" and connection not in self.raw:
+            self.fail(
+                line,
+                f"{method.full_name} belongs to the handshake: connect {connection!r} with "
+                "handshake: false to speak it",
+            )
 
     def method_named(self, name: object, line: int, sender: str, key: str = "method") -> Method:
         """The method ``name`` of the file's protocol (or its extension) that ``sender`` sends."""
@@ -322,6 +333,9 @@ class StepChecker:
             self.fail(value.line_of("as"), f"a connection is named by an identifier, not {name!r}")
         if self.typed(value, "handshake", bool, "true or false") is False:
             self.need("raw-bytes", value.line)
+            self.raw.add(name)
+        else:
+            self.raw.discard(name)
         self.channels[name] = set()
         self.connects += 1
         if self.connects > 1:
@@ -347,6 +361,7 @@ class StepChecker:
     def _send(self, value: Located) -> tuple[Step, ...]:
         connection = self.connection(value)
         method = self.method(value, "method", "client")
+        self.handshake(method, connection, value.line_of("method"))
         self.channel(value, connection, zero=method.class_name == "connection")
         self.arguments(method, value.get("arguments"), value.line_of("arguments"))
         if {"body", "body_size", "properties"} & value.keys():
@@ -393,6 +408,7 @@ class StepChecker:
                 self.fail(value.line_of(key), f"{key} does not go with {mode}")
         if mode == "reply":
             method = self.method(value, "reply", "server")
+            self.handshake(method, connection, value.line_of("reply"))
             self.channel(value, connection, zero=method.class_name == "connection")
             self._fields(method, value.get("fields"), value.line_of("fields"))
             self._save(method, value.get("save"), value.line_of("save"))

@@ -12,7 +12,13 @@ tables and the runner executes what they mean. Conventions every step shares:
   unless it is ``""`` (the default exchange, a server-named queue), an ``amq.`` name, or a saved
   variable.
 * Deliveries (``basic.deliver`` with its content) are filed per channel for ``deliveries``; they
-  are never "the next method" an ``expect`` looks at.
+  are never "the next method" an ``expect`` looks at. A reply that carries content
+  (``basic.return``) is read with its content.
+* The connection class's methods (start, tune, ...) are the handshake's: a file sends or expects
+  them only on a connection opened with ``handshake: false``.
+* The send steps await nothing; ``open_channel``, ``get``, ``consume`` await their answer and
+  fail the scenario at that step if it does not come. A refusal is tested with ``send`` and
+  ``expect``.
 """
 
 from __future__ import annotations
@@ -64,7 +70,7 @@ STEPS: Mapping[str, StepKind] = {
             "send `method` with `arguments` (unnamed fields take zero values); a content "
             "method also takes `body` (or `body_size` filler octets) and `properties`; "
             "`frame_size` (octets or a constant's name) pads the field named by `pad` so that "
-            "the method frame has exactly that size; nothing is awaited",
+            "the whole frame (header, payload, frame-end) has that size; nothing is awaited",
             ("connection", "channel", "method"),
             ("arguments", "body", "body_size", "properties", "frame_size", "pad"),
         ),

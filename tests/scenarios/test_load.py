@@ -231,6 +231,13 @@ BROKEN = [
         -1,
     ),
     (
+        "handshake method on an open connection",
+        TX,
+        "method: tx.commit",
+        "method: connection.open",
+        "belongs to the handshake",
+    ),
+    (
         "expect with two modes",
         TX,
         "close: channel,",
