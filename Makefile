@@ -11,7 +11,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 STAMP := $(VENV)/.installed
 PACKAGES := spec strategies scenarios fuzzer reports
 
-.PHONY: check setup system-packages lint test
+.PHONY: check setup system-packages lint test fuzz
 
 check: setup lint test
 
@@ -46,3 +46,11 @@ lint: setup
 
 test: setup
 	$(BIN)/python -m pytest -n auto
+
+# The main job: a minute of fuzzing on a throwaway RabbitMQ, its summary, then the report of the
+# run. Failures found (status 1) are the point of the job, not a reason to skip the report.
+FUZZ_OUT ?= amqpfuzz-out
+fuzz: setup
+	@status=0; $(BIN)/amqpfuzz run --duration 60 --out $(FUZZ_OUT) || status=$$?; \
+	if [ $$status -gt 1 ]; then exit $$status; fi; \
+	$(BIN)/amqpfuzz report --in $(FUZZ_OUT) --out $(FUZZ_OUT)/report

@@ -28,11 +28,10 @@ from typing import Any
 
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
+from roundtrip import round_trip_rate
 
 from amqpfuzz import strategies as afs
 from amqpfuzz.fuzzer.brokers import throwaway
-from amqpfuzz.fuzzer.targets import parse_target
-from amqpfuzz.fuzzer.transport import Connection
 from amqpfuzz.spec.codec import codec_for
 
 BATCH = 50
@@ -79,29 +78,6 @@ def generation_rate(kind: str, examples: int) -> float:
     start = time.perf_counter()
     draw()
     return count / (time.perf_counter() - start)
-
-
-def round_trip_rate(url: str, calls: int) -> float:
-    """The bare ceiling: after the handshake, only sendall and recv on the socket."""
-    connection = Connection.open(parse_target(url))
-    try:
-        assert connection.open_channel(1) is None
-        codec = connection.codec
-        qos = codec.encode(codec.method("basic.qos", 1, prefetch_count=0))
-        qos_ok = codec.encode(codec.method("basic.qos-ok", 1))
-        sock = connection.sock
-        sock.settimeout(5.0)
-        start = time.perf_counter()
-        for _ in range(calls):
-            sock.sendall(qos)
-            reply = sock.recv(64)
-            while len(reply) < len(qos_ok):
-                reply += sock.recv(64)
-            if reply != qos_ok:
-                raise RuntimeError(f"expected basic.qos-ok, got {reply!r}")
-        return calls / (time.perf_counter() - start)
-    finally:
-        connection.close()
 
 
 def best(fn: Callable[[], float], rounds: int) -> float:

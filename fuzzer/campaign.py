@@ -219,7 +219,14 @@ class Campaign:
         if len(self.targets) > 1:
             self._compare(cases, outcomes)
         self.stats.cases += len(cases)
-        self.listener("progress", {"cases": self.stats.cases, "failures": self.stats.failures})
+        self.listener(
+            "progress",
+            {
+                "cases": self.stats.cases,
+                "failures": self.stats.failures,
+                "xfails": self.stats.xfails,
+            },
+        )
 
     def _after_batch(self, run: TargetRun, results: list[Result]) -> None:
         down = any(r.failure is not None and r.failure.oracle == "liveness" for r in results)
@@ -393,8 +400,9 @@ class Campaign:
     def finish(self) -> None:
         for run in self.targets:
             if run.runner is not None:
-                run.runner.cleanup()
                 run.runner.close()
+                run.runner.cleanup()
+                run.runner = None
         self.writer.close()
 
 

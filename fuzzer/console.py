@@ -99,9 +99,9 @@ def summary_table(
     tables = [targets]
     if signatures:
         failures = Table(title="failures", title_justify="left")
-        failures.add_column("signature")
+        failures.add_column("signature", overflow="fold")
         failures.add_column("seen", justify="right")
-        failures.add_column("replay")
+        failures.add_column("replay", overflow="fold")
         for signature, (count, reproducer) in sorted(signatures.items()):
             failures.add_row(signature, str(count), f"amqpfuzz replay {reproducer}")
         tables.append(failures)

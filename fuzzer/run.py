@@ -270,8 +270,7 @@ def _supervise(jobs: list[WorkerJob], console: Console) -> list[dict[str, Any]]:
                         break
                     continue
                 if event == "progress":
-                    failures, xfails = counts[index][1], counts[index][2]
-                    counts[index] = (data["cases"], max(failures, data["failures"]), xfails)
+                    counts[index] = (data["cases"], data["failures"], data["xfails"])
                 elif event == "failure":
                     progress.note(f"failure: {data['signature']}")
                 elif event == "restart":
@@ -313,6 +312,7 @@ def _summarize(results: list[dict[str, Any]], console: Console, seed: int) -> in
                 {
                     "target": label,
                     "cases": 0,
+                    "programs": 0,
                     "rate": 0.0,
                     "failures": 0,
                     "xfails": 0,
@@ -320,6 +320,7 @@ def _summarize(results: list[dict[str, Any]], console: Console, seed: int) -> in
                 },
             )
             row["cases"] += result["cases"]
+            row["programs"] += result.get("programs", 0)
             row["rate"] += result["cases"] / max(result["elapsed"], 1e-9)
             row["failures"] += result["failures"]
             row["xfails"] += result["xfails"]

@@ -20,7 +20,7 @@ import select
 import time
 from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from amqpfuzz.spec import AmqpfuzzError
 from amqpfuzz.spec.codec import Frame, MethodFrame
@@ -78,6 +78,16 @@ def _has_no_wait(frame: Frame) -> bool:
     )
 
 
+@dataclass
+class Lane:
+    """One long-lived connection for cases that leave it open, and its channels."""
+
+    connection: Connection | None = None
+    channels: deque[int] = field(default_factory=deque)  # open, ready for an "open" case
+    next_channel: int = 1
+    closing: bytes = b""  # channel.close frames that go out with the next group
+
+
 def _abort_spare(future: Future[Connection]) -> None:
     """Close a spare connection nobody will use (if it opened at all)."""
     if not future.cancelled() and future.exception() is None:
@@ -93,7 +103,8 @@ class Runner:
         *,
         protocol: str = "0-9-1",
         timeout: float = 5.0,
-        in_flight: int = 8,
+        in_flight: int = 32,
+        lanes: int = 2,
         broker: Broker | None = None,
         prefix: str = "",
         settle: float = 0.05,
@@ -109,14 +120,15 @@ class Runner:
         self.in_flight = max(1, in_flight)
         self.broker = broker
         self.prefix = prefix
-        self.main: Connection | None = None
+        # several connections for the cases that leave theirs open: a broker parses each
+        # connection's frames in one place, so two of them keep two of its cores busy
+        self.lanes = [Lane() for _ in range(max(1, lanes))]
         self.frame_max = 131072
         self._spares: deque[Future[Connection]] = deque()
-        self._executor = ThreadPoolExecutor(max_workers=2, thread_name_prefix="amqpfuzz-spares")
-        self._channels: deque[int] = deque()
-        self._next_channel = 1
+        self._executor = ThreadPoolExecutor(max_workers=4, thread_name_prefix="amqpfuzz-spares")
         self.queues: set[str] = set()
         self.exchanges: set[str] = set()
+        self.server_named: set[str] = set()  # queues the broker named for our declarations
 
     # -- connections -----------------------------------------------------------------------
 
@@ -131,9 +143,16 @@ class Runner:
             raise ConnectionFailed(f"{self.target.safe_url}: cannot open a channel")
         return connection
 
+    @property
+    def main(self) -> Connection | None:
+        """The first long-lived connection (it says what the broker is)."""
+        return self.lanes[0].connection
+
     def start(self) -> Runner:
-        """Open the main connection (raises ConnectionFailed: unreachable, refused login)."""
-        self.main = self._open()
+        """Open the long-lived connections (raises ConnectionFailed: unreachable, refused
+        login)."""
+        for lane in self.lanes:
+            self._lane(lane)
         self._prepare(self.in_flight)
         return self
 
@@ -152,11 +171,12 @@ class Runner:
         except (AmqpfuzzError, TimeoutError, OSError) as exc:
             return Outcome("broker-down", text=str(exc))
 
-    def _main(self) -> Connection:
-        if self.main is None or not self.main.alive:
-            self.main = self._open()
-            self._channels.clear()
-        return self.main
+    def _lane(self, lane: Lane) -> Connection:
+        if lane.connection is None or not lane.connection.alive:
+            lane.connection = self._open()
+            lane.channels.clear()
+            lane.closing = b""
+        return lane.connection
 
     def alive(self) -> bool:
         """Whether the broker still accepts a new connection (and its process runs)."""
@@ -175,9 +195,15 @@ class Runner:
         results: dict[int, Result] = {}
         shared = [i for i, c in enumerate(cases) if not _needs_own_connection(c)]
         own = [i for i, c in enumerate(cases) if _needs_own_connection(c)]
-        for start in range(0, len(shared), self.in_flight):
-            group = [(i, cases[i]) for i in shared[start : start + self.in_flight]]
-            results.update(self._checked(group, self._run_shared(group)))
+        groups = [
+            [(i, cases[i]) for i in shared[start : start + self.in_flight]]
+            for start in range(0, len(shared), self.in_flight)
+        ]
+        for first in range(0, len(groups), len(self.lanes)):
+            together = list(zip(self.lanes, groups[first : first + len(self.lanes)], strict=False))
+            sent = [(lane, group, self._send_shared(lane, group)) for lane, group in together]
+            for lane, group, placed in sent:
+                results.update(self._checked(group, self._collect_shared(lane, group, placed)))
         for start in range(0, len(own), self.in_flight):
             group = [(i, cases[i]) for i in own[start : start + self.in_flight]]
             results.update(self._checked(group, self._run_own(group)))
@@ -203,64 +229,87 @@ class Runner:
         results[last] = Result(case, ran.outcome, ran.channel, ran.duration_s, data, judge(seen))
         return results
 
-    def _channel_for(self, connection: Connection, case: Case) -> tuple[int, bool]:
-        """An open channel for an ``open`` case; for the others, a newly opened one. New
-        numbers go round the whole range, so a number comes back long after its close-ok."""
-        while case.channel == "open" and self._channels:
-            channel = self._channels.popleft()
+    def _channel_for(self, lane: Lane, case: Case) -> tuple[int, bytes]:
+        """An open channel for an ``open`` case; for the others, a new one, with the bytes
+        that open it. New numbers go round the whole range, so that a number comes back long
+        after its close-ok."""
+        connection = lane.connection
+        assert connection is not None
+        while case.channel == "open" and lane.channels:
+            channel = lane.channels.popleft()
             if channel in connection.open_channels:
-                return channel, False
+                return channel, b""
         top = max(2, min(connection.channel_max, 2047))
         while True:
-            channel = self._next_channel
-            self._next_channel = self._next_channel % top + 1
+            channel = lane.next_channel
+            lane.next_channel = lane.next_channel % top + 1
             if channel not in connection.open_channels:
                 break
         connection.inbox.pop(channel, None)
         connection.closed_channels.pop(channel, None)
-        connection.send_frame(connection.codec.method("channel.open", channel))
-        return channel, True
+        connection.open_channels.add(channel)
+        return channel, connection.codec.encode(connection.codec.method("channel.open", channel))
 
-    def _release(self, connection: Connection, case: Case, channel: int) -> None:
+    def _release(self, lane: Lane, case: Case, channel: int) -> None:
         """An open channel goes back to the pool; one opened fresh is closed (its state is
         the case's), and so is any beyond what is needed in flight."""
-        if case.channel == "open" and len(self._channels) < self.in_flight:
-            self._channels.append(channel)
+        connection = lane.connection
+        assert connection is not None
+        if case.channel == "open" and len(lane.channels) < self.in_flight:
+            lane.channels.append(channel)
             return
-        connection.send_frame(connection.codec.method("channel.close", channel, reply_code=200))
+        # closed with the next group's bytes: one write fewer
+        close = connection.codec.method("channel.close", channel, reply_code=200)
+        lane.closing += connection.codec.encode(close)
         connection.open_channels.discard(channel)
 
-    def _run_shared(self, group: list[tuple[int, Case]]) -> dict[int, Result]:
+    def _send_shared(
+        self, lane: Lane, group: list[tuple[int, Case]]
+    ) -> list[tuple[int, Case, int, bytes, float]] | dict[int, Result]:
+        """Write the group's cases on the lane's connection, each on its own channel, all at
+        once: a channel to open (when the case wants a fresh one), the case, its probe. The
+        broker takes them in order, so nothing waits for channel.open-ok; a channel it refused
+        to open shows as that channel's close. Returns what was placed where (or, if the
+        broker cannot be reached, the results)."""
         try:
-            connection = self._main()
+            connection = self._lane(lane)
         except AmqpfuzzError as exc:
             down = Outcome("broker-down", text=str(exc))
             return {i: self._judged(case, down, 0, 0.0, b"") for i, case in group}
         started = time.monotonic()
         placed = []
+        out = [lane.closing]
+        lane.closing = b""
         for i, case in group:
-            channel, opened = self._channel_for(connection, case)
-            placed.append((i, case, channel, opened))
-        for _, _, channel, opened in placed:
-            if opened:
-                reply = connection.wait(channel, ("channel.open-ok",), self.timeout)
-                if isinstance(reply, Outcome):
-                    return self._isolated(group)
-                connection.open_channels.add(channel)
-        sent = {}
-        for i, case, channel, _ in placed:
-            sent[i] = case.render(channel)
-            connection.send(sent[i] + self._probe(connection, channel))
+            channel, opening = self._channel_for(lane, case)
+            data = case.render(channel)
+            out += [opening, data, self._probe(connection, channel)]
+            placed.append((i, case, channel, data, started))
+        connection.send(b"".join(out))
+        return placed
+
+    def _collect_shared(
+        self,
+        lane: Lane,
+        group: list[tuple[int, Case]],
+        placed: list[tuple[int, Case, int, bytes, float]] | dict[int, Result],
+    ) -> dict[int, Result]:
+        """Read what came of each placed case; if the connection died with several in
+        flight, run each of them again alone."""
+        if isinstance(placed, dict):
+            return placed
+        connection = lane.connection
+        assert connection is not None
         results = {}
-        for i, case, channel, _ in placed:
+        for i, case, channel, data, started in placed:
             frames, end = connection.collect(channel, PROBE_NAMES, self.timeout, _echoes(case))
             outcome = self._outcome(case, frames, end, connection, channel)
             if connection.ended is not None and len(placed) > 1:
                 return self._isolated(group)
             if outcome.kind == "reply":
-                self._release(connection, case, channel)
+                self._release(lane, case, channel)
             self._note(case, frames)
-            results[i] = self._judged(case, outcome, channel, time.monotonic() - started, sent[i])
+            results[i] = self._judged(case, outcome, channel, time.monotonic() - started, data)
         return results
 
     def _run_own(self, group: list[tuple[int, Case]]) -> dict[int, Result]:
@@ -392,20 +441,27 @@ class Runner:
     # -- what was created ------------------------------------------------------------------
 
     def _note(self, case: Case, replies: list[Frame]) -> None:
-        """Remember the queues and exchanges this case may have created, to delete them."""
-        for frame in [*case.frames, *replies]:
+        """Remember the queues and exchanges this case may have created, to delete them: from
+        its frames, the frames its steps were made from (declarations before a broken frame),
+        and the broker's replies (server-named queues)."""
+        sources = [step.source for step in case.steps if step.source is not None]
+        for frame in [*case.frames, *sources, *replies]:
             if not isinstance(frame, MethodFrame):
                 continue
             args = frame.arguments
-            if frame.name in ("queue.declare", "queue.declare-ok") and args.get("queue"):
+            if frame.name == "queue.declare-ok" and str(args.get("queue")).startswith("amq.gen"):
+                self.server_named.add(str(args["queue"]))  # ours: the answer to our declare
+            elif frame.name in ("queue.declare", "queue.declare-ok") and args.get("queue"):
                 self.queues.add(str(args["queue"]))
             elif frame.name == "exchange.declare" and args.get("exchange"):
                 self.exchanges.add(str(args["exchange"]))
 
     def cleanup(self) -> int:
-        """Delete the queues and exchanges the run declared (only names it made); how many."""
+        """Delete the queues and exchanges the run declared (only names it made); how many.
+        Called after :meth:`close`: an exclusive queue of a connection still open cannot be
+        deleted from another."""
         ours = (
-            [q for q in self.queues if self._ours(q)],
+            [q for q in self.queues if self._ours(q)] + sorted(self.server_named),
             [e for e in self.exchanges if self._ours(e)],
         )
         if not any(ours):
@@ -433,8 +489,9 @@ class Runner:
         )
 
     def close(self) -> None:
-        if self.main is not None:
-            self.main.close()
+        for lane in self.lanes:
+            if lane.connection is not None:
+                lane.connection.close()
         for future in self._spares:
             future.add_done_callback(_abort_spare)
         self._spares.clear()

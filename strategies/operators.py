@@ -452,7 +452,7 @@ def body_too_long(src: Source, ctx: Context) -> Built:
 
 def method_in_content(src: Source, ctx: Context) -> Built:
     publish, frames = _content(src, ctx, least=1, plain=True)
-    intruder = ctx.frame_of(src, ctx.channel_methods)
+    intruder = ctx.neutral(src, ctx.channel_methods)
     cut = src.between(1, len(frames) - 1)  # after the header, before the last body
     sequence = [publish, *frames[:cut], intruder, *frames[cut:]]
     note = f"{intruder.name} inside the content"
@@ -494,7 +494,7 @@ def property_flags(src: Source, ctx: Context) -> Built:
 
 
 def closed_channel(src: Source, ctx: Context) -> Built:
-    frame = ctx.frame_of(src, ctx.channel_methods)
+    frame = ctx.neutral(src, ctx.channel_methods)
     return Built(
         (ctx.wire(frame), *ctx.completion(frame)),
         frame.name,
@@ -505,7 +505,7 @@ def closed_channel(src: Source, ctx: Context) -> Built:
 
 
 def before_open(src: Source, ctx: Context) -> Built:
-    first = ctx.frame_of(src, ctx.channel_methods)
+    first = ctx.neutral(src, ctx.channel_methods)
     opener = ctx.codec.method("channel.open", CASE_CHANNEL)
     note = f"{first.name} before channel.open"
     steps = (ctx.wire(first), *ctx.completion(first), ctx.wire(opener))
@@ -523,12 +523,13 @@ def reopen(src: Source, ctx: Context) -> Built:
 
 
 def connection_on_channel(src: Source, ctx: Context) -> Built:
-    frame = ctx.frame_of(src, ctx.connection_methods)
+    frame = ctx.neutral(src, ctx.connection_methods)
     return Built((ctx.wire(frame),), frame.name, "connection method on a channel", frames=(frame,))
 
 
 def channel_zero(src: Source, ctx: Context) -> Built:
-    frame = ctx.frame_of(src, ctx.channel_methods, channel=0)
+    neutral = ctx.neutral(src, ctx.channel_methods)
+    frame = MethodFrame(0, neutral.method, neutral.values)
     return Built(
         (ctx.wire(frame),),
         frame.name,

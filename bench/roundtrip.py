@@ -1,0 +1,33 @@
+"""The round-trip ceiling the benchmarks compare with: synchronous basic.qos/qos-ok round trips
+per second over one raw socket (our codec, TCP_NODELAY) after the handshake. Any client that
+waits for each answer is bounded by it."""
+
+from __future__ import annotations
+
+import time
+
+from amqpfuzz.fuzzer.targets import parse_target
+from amqpfuzz.fuzzer.transport import Connection
+
+
+def round_trip_rate(url: str, calls: int) -> float:
+    """The bare ceiling: after the handshake, only sendall and recv on the socket."""
+    connection = Connection.open(parse_target(url))
+    try:
+        assert connection.open_channel(1) is None
+        codec = connection.codec
+        qos = codec.encode(codec.method("basic.qos", 1, prefetch_count=0))
+        qos_ok = codec.encode(codec.method("basic.qos-ok", 1))
+        sock = connection.sock
+        sock.settimeout(5.0)
+        start = time.perf_counter()
+        for _ in range(calls):
+            sock.sendall(qos)
+            reply = sock.recv(64)
+            while len(reply) < len(qos_ok):
+                reply += sock.recv(64)
+            if reply != qos_ok:
+                raise RuntimeError(f"expected basic.qos-ok, got {reply!r}")
+        return calls / (time.perf_counter() - start)
+    finally:
+        connection.close()

@@ -1,0 +1,179 @@
+"""Fuzz cases per second against a throwaway RabbitMQ, beside the ceiling and a naive pika loop.
+
+What is measured (one run, one broker, the same machine):
+
+* ``round_trips_per_s``: the ceiling, synchronous round trips over one raw socket.
+* ``channel_cases_per_s``: malformed cases whose reaction is a channel exception (the operators
+  that break a rule with a soft on-failure code: a queue that does not exist, a reserved name,
+  a commit outside a transaction, an unknown delivery tag), run by the fuzzer's runner: one
+  reused connection, a fresh channel per case, a probe behind each, several in flight.
+* ``connection_cases_per_s``: malformed cases whose reaction is a connection exception (broken
+  frames), on spare connections prepared ahead, several at once.
+* ``broker_channel_lifecycles_per_s``: what the broker itself can do for such cases: channel.open
+  and a method that closes the channel, pipelined as deep as it goes (no probes, no checks).
+* ``naive_channel_cases_per_s`` / ``naive_connection_cases_per_s``: the same work with pika, the
+  obvious way: a new channel per channel-level case, a new connection per connection-level case.
+
+Cases are drawn before the clock starts (bench/strategies.py measures generation). Each figure is
+the best of a few rounds. One JSON line per figure; the ratios carry their targets.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import random
+import sys
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import pika
+import pika.exceptions
+from hypothesis.control import BuildContext
+from hypothesis.internal.conjecture.data import ConjectureData
+from roundtrip import round_trip_rate
+
+from amqpfuzz import strategies as afs
+from amqpfuzz.fuzzer.brokers import throwaway
+from amqpfuzz.fuzzer.runner import Runner
+from amqpfuzz.fuzzer.targets import parse_target
+from amqpfuzz.fuzzer.transport import Connection
+from amqpfuzz.spec.codec import codec_for
+from amqpfuzz.strategies import Case
+
+CHANNEL_OPERATORS = ["missing-entity", "reserved-name", "not-transacted", "unknown-delivery-tag"]
+CONNECTION_OPERATORS = [
+    "frame-end",
+    "unknown-frame-type",
+    "heartbeat-channel",
+    "header-alone",
+    "body-alone",
+]
+
+
+def emit(figure: str, value: float, **extra: Any) -> None:
+    record = {"bench": "throughput", "figure": figure, "value": round(value, 2), **extra}
+    print(json.dumps(record), flush=True)
+
+
+def draw(operators: list[str], frame_max: int, count: int) -> list[Case]:
+    """Cases drawn from the real strategy, outside any timing."""
+    strategy = afs.malformed_cases(operators, frame_max=frame_max, prefix="amqpfuzz-bench-")
+    rnd = random.Random(0)
+    cases: list[Case] = []
+    while len(cases) < count:
+        data = ConjectureData(random=rnd, prefix=(), max_choices=100)
+        with BuildContext(data, wrapped_test=None):
+            cases.append(data.draw(strategy))
+    return cases
+
+
+def runner_rate(url: str, cases: list[Case]) -> float:
+    runner = Runner(parse_target(url), prefix="amqpfuzz-bench-", timeout=5.0).start()
+    try:
+        runner.run(cases[:20])  # warm: channels and spare connections ready, as in a campaign
+        start = time.perf_counter()
+        for i in range(0, len(cases), 50):
+            results = runner.run(cases[i : i + 50])
+            assert all(r.outcome.kind != "timeout" for r in results), "the broker hung"
+        return len(cases) / (time.perf_counter() - start)
+    finally:
+        runner.close()
+        runner.cleanup()
+
+
+def channel_lifecycle_rate(url: str, count: int) -> float:
+    """What the broker itself can do: channel.open then a method that closes the channel
+    with 404, pipelined as deep as it goes on two connections, no probes, no checks. The
+    ceiling for channel-level cases, whose every case costs the broker a channel."""
+    codec = codec_for()
+    connections = [Connection.open(parse_target(url)) for _ in range(2)]
+    per = count // len(connections)
+    start = time.perf_counter()
+    for connection in connections:
+        frames = []
+        for channel in range(1, per + 1):
+            frames.append(codec.method("channel.open", channel))
+            name = f"amqpfuzz-bench-missing-{channel}"
+            frames.append(codec.method("queue.declare", channel, queue=name, passive=True))
+        connection.send(codec.encode_all(frames))
+    for connection in connections:
+        for channel in range(1, per + 1):
+            connection.wait(channel, ("-",), 10.0)  # returns at the channel's close
+    rate = per * len(connections) / (time.perf_counter() - start)
+    for connection in connections:
+        connection.close()
+    return rate
+
+
+def naive_channel_rate(url: str, count: int) -> float:
+    """A new pika channel per case; each case a passive declare of a queue that does not
+    exist (404, the channel closes)."""
+    connection = pika.BlockingConnection(pika.URLParameters(url))
+    try:
+        start = time.perf_counter()
+        for i in range(count):
+            channel = connection.channel()
+            with contextlib.suppress(pika.exceptions.ChannelClosedByBroker):  # the reaction
+                channel.queue_declare(f"amqpfuzz-bench-missing-{i}", passive=True)
+        return count / (time.perf_counter() - start)
+    finally:
+        connection.close()
+
+
+def naive_connection_rate(url: str, count: int) -> float:
+    """A new pika connection per case; each case a frame with a broken end octet written to
+    pika's socket, then pika reads the broker's connection.close."""
+    bad = bytes.fromhex("01000100000005003c000a00ff")  # basic.qos cut short, end octet 0xff
+    parameters = pika.URLParameters(url)
+    start = time.perf_counter()
+    for _ in range(count):
+        connection = pika.BlockingConnection(parameters)
+        connection._impl._transport._sock.sendall(bad)  # what pika itself would never send
+        try:
+            while connection.is_open:
+                connection.process_data_events(time_limit=1)
+        except pika.exceptions.AMQPConnectionError:
+            pass  # the reaction this case is after
+    return count / (time.perf_counter() - start)
+
+
+def best(fn: Callable[[], float], rounds: int) -> float:
+    return max(fn() for _ in range(rounds))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--quick", action="store_true", help="a very short run (smoke test)")
+    parser.add_argument("--rounds", type=int, default=3)
+    args = parser.parse_args(argv)
+    rounds, cases, naive = (1, 100, 30) if args.quick else (max(1, args.rounds), 2000, 300)
+
+    with throwaway("rabbitmq") as broker:
+        url = broker.url
+        ceiling = best(lambda: round_trip_rate(url, 20 * naive), rounds)
+        lifecycles = best(lambda: channel_lifecycle_rate(url, 2 * naive), rounds)
+        channel_cases = draw(CHANNEL_OPERATORS, 131072, cases)
+        connection_cases = draw(CONNECTION_OPERATORS, 131072, cases // 2)
+        channel = best(lambda: runner_rate(url, channel_cases), rounds)
+        connection = best(lambda: runner_rate(url, connection_cases), rounds)
+        naive_channel = best(lambda: naive_channel_rate(url, naive), rounds)
+        naive_connection = best(lambda: naive_connection_rate(url, naive // 3), rounds)
+
+    emit("round_trips_per_s", ceiling, impl="raw-socket")
+    emit("broker_channel_lifecycles_per_s", lifecycles, impl="raw-socket")
+    emit("channel_cases_per_s", channel, impl="amqpfuzz")
+    emit("connection_cases_per_s", connection, impl="amqpfuzz")
+    emit("naive_channel_cases_per_s", naive_channel, impl="pika")
+    emit("naive_connection_cases_per_s", naive_connection, impl="pika")
+    emit("channel_cases_vs_round_trip", channel / ceiling, target=0.3)
+    emit("channel_cases_vs_broker_lifecycles", channel / lifecycles)
+    emit("channel_cases_vs_naive_pika", channel / naive_channel, target=1.5)
+    emit("connection_cases_vs_naive_pika", connection / naive_connection, target=2.0)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

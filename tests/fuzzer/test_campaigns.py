@@ -1,0 +1,128 @@
+"""Campaigns against real throwaway brokers: verdicts, reproducers, broker-down, cleanup."""
+
+from __future__ import annotations
+
+import collections
+import json
+import threading
+from pathlib import Path
+from typing import Any
+
+from amqpfuzz.fuzzer.brokers import Broker
+from amqpfuzz.fuzzer.campaign import Campaign, CampaignSettings, Stats, TargetRun
+from amqpfuzz.fuzzer.records import read_records
+from amqpfuzz.fuzzer.reproducers import load_reproducer, replay
+from amqpfuzz.fuzzer.targets import parse_target
+from amqpfuzz.spec.codec import codec_for
+from amqpfuzz.strategies import mutations
+
+
+def campaign(
+    broker: Broker, out: Path, profile: str | None = None, **options: Any
+) -> tuple[Stats, list[dict[str, Any]]]:
+    config = CampaignSettings(
+        **{"duration": 60.0, "seed": 1, "timeout": 3.0, "shrink": False, **options}
+    )
+    run = TargetRun(parse_target(broker.url), broker=broker, profile_name=profile)
+    fuzz = Campaign([run], config, out=out, run_id="t", prefix=f"amqpfuzz-test-{out.name}-")
+    fuzz.start()
+    stats = fuzz.run()
+    records = [r for path in out.glob("records-*.jsonl") for r in read_records(path)]
+    return stats, records
+
+
+def test_valid_campaign_on_rabbitmq_has_no_failures(rabbitmq: Broker, tmp_path: Path) -> None:
+    stats, records = campaign(rabbitmq, tmp_path, max_examples=600, valid_share=1.0)
+    assert stats.cases == len(records) == 600
+    assert stats.failures == 0, stats.signatures
+    verdicts = collections.Counter(r["verdict"] for r in records)
+    assert set(verdicts) <= {"pass", "xfail"} and verdicts["pass"] > 400
+    assert all(r["deviation"] for r in records if r["verdict"] == "xfail")
+    assert {r["mutation"] for r in records} == {None}
+    assert len({r["spec_ref"] for r in records}) > 15  # most client methods were sent
+
+
+def test_every_operator_meets_the_reaction_rabbitmq_is_known_for(
+    rabbitmq: Broker, tmp_path: Path
+) -> None:
+    stats, records = campaign(rabbitmq, tmp_path, max_examples=1500, valid_share=0.0)
+    by_operator = collections.defaultdict(collections.Counter)
+    for item in records:
+        by_operator[item["mutation"]][item["verdict"]] += 1
+        assert item["observed"]["outcome"] in (
+            "reply",
+            "channel-close",
+            "connection-close",
+            "socket-close",
+            "bad-frame",
+        )
+    assert set(by_operator) == {op.name for op in mutations("0-9-1")}
+    # every reaction RabbitMQ 3.10 shows is either the specification's or documented
+    assert stats.failures == 0, stats.signatures
+    assert sum(c["pass"] for c in by_operator.values()) > sum(
+        c["xfail"] for c in by_operator.values()
+    )
+
+
+def test_failures_write_reproducers_that_replay(rabbitmq: Broker, tmp_path: Path) -> None:
+    # without the profile, RabbitMQ's known deviations are plain failures
+    stats, records = campaign(
+        rabbitmq,
+        tmp_path,
+        profile="none",
+        max_examples=300,
+        operators=("frame-end", "unknown-class"),
+    )
+    failed = [r for r in records if r["verdict"] == "fail"]
+    assert failed and stats.failures == len(failed)
+    item = next(r for r in failed if r["mutation"] == "unknown-class")
+    assert (
+        item["failure"]["signature"]
+        == "reaction:-:unknown-class:connection-close/503->socket-close"
+    )
+    data = load_reproducer(item["reproducer"])
+    assert bytes.fromhex(data["bytes_hex"]) and data["record_id"] == item["record_id"]
+    assert "guest:" not in json.dumps(data)
+    target = parse_target(rabbitmq.url)
+    again = replay(data, target, timeout=3.0)
+    assert again.reproduced, again
+    # the same file, but bytes the broker handles as the specification says: fixed
+    codec = codec_for()
+    data["bytes_hex"] = codec.encode(codec.method("basic.qos", 1, prefetch_count=5)).hex()
+    data.update(mutation=None, spec_ref="basic.qos")
+    data["expected"] = {
+        "outcome": "reply",
+        "codes": [],
+        "responses": ["basic.qos-ok"],
+        "or_reply": False,
+        "tolerated": [],
+    }
+    fixed = replay(data, target, timeout=3.0)
+    assert fixed.failure is None and not fixed.reproduced and fixed.outcome.kind == "reply"
+
+
+def test_a_killed_broker_is_broker_down_with_a_reproducer(
+    fresh_garagemq: Broker, tmp_path: Path
+) -> None:
+    threading.Timer(1.5, fresh_garagemq.kill).start()
+    stats, records = campaign(fresh_garagemq, tmp_path, duration=20.0, restarts=0, valid_share=1.0)
+    assert stats.broker_down
+    down = [r for r in records if r["failure"] and r["failure"]["oracle"] == "liveness"]
+    assert down, collections.Counter(r["observed"]["outcome"] for r in records)
+    assert (
+        down[-1]["failure"]["signature"].endswith("->broker-down")
+        or "broker-down" in down[-1]["failure"]["message"]
+    )
+    assert Path(down[-1]["reproducer"]).exists()
+
+
+def test_a_crashing_garagemq_is_restarted_and_the_crash_recorded(
+    fresh_garagemq: Broker, tmp_path: Path
+) -> None:
+    # GarageMQ dereferences a nil pointer when a string's length runs past the frame
+    _, records = campaign(
+        fresh_garagemq, tmp_path, max_examples=60, operators=("string-overrun",), restarts=2
+    )
+    crashes = [r for r in records if r["failure"] and r["failure"]["oracle"] == "liveness"]
+    assert crashes, collections.Counter(r["observed"]["outcome"] for r in records)
+    assert "panic" in fresh_garagemq.log_tail(200) or "SIGSEGV" in fresh_garagemq.log_tail(200)
