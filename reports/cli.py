@@ -39,17 +39,12 @@ class SparkFailed(ReportFailed):
     exit_code = 1
 
 
-def _check_local(inputs: Sequence[str], output: str) -> None:
+def _check_local(inputs: Sequence[str]) -> None:
     """What can be checked before Spark starts: the local directories."""
     for path in inputs:
         if is_local(path) and not local_path(path).is_dir():
             what = "not a directory" if local_path(path).exists() else "no such directory"
             raise ReportInputError(f"{path}: {what}")
-    if is_local(output):
-        try:
-            local_path(output).mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise ReportInputError(f"{output}: cannot create: {exc.strerror or exc}") from None
 
 
 def _describe(summary: Summary) -> str:
@@ -62,11 +57,15 @@ def _describe(summary: Summary) -> str:
 
 
 def execute(
-    spark: SparkSession, inputs: Sequence[str], output: str, settle: dt.timedelta
+    spark: SparkSession,
+    inputs: Sequence[str],
+    output: str,
+    settle: dt.timedelta,
+    html_to: str | None = None,
 ) -> Summary:
     """Run the job and print what it made; every expected failure becomes one line."""
     try:
-        summary = run(spark, inputs, output, settle=settle)
+        summary = run(spark, inputs, output, settle=settle, html_to=html_to)
     except AmqpfuzzError as exc:
         raise ReportFailed(str(exc)) from None
     except PySparkException as exc:
@@ -76,7 +75,7 @@ def execute(
     click.echo(f"processed {summary.records:,} records of {nights}")
     click.echo(_describe(summary))
     click.echo(f"tables: {output}")
-    click.echo(f"html: {summary.html_path or '(output is not local: not written)'}")
+    click.echo(f"html: {summary.html_path or '(not written: give --html FILE)'}")
     return summary
 
 
@@ -94,6 +93,12 @@ def execute(
 )
 @click.option("--master", help=f"Spark master URL [default: {DEFAULT_MASTER}].")
 @click.option("--remote", metavar="URL", help="Use Spark Connect at this sc:// URL instead.")
+@click.option(
+    "--html",
+    "html_to",
+    metavar="FILE",
+    help="Where the page goes [default: OUT/report.html when OUT is a local path].",
+)
 @click.option(
     "--settle-minutes",
     type=click.FloatRange(min=0),
@@ -113,6 +118,7 @@ def report_command(
     output: str,
     master: str | None,
     remote: str | None,
+    html_to: str | None,
     settle_minutes: float,
     confs: tuple[str, ...],
 ) -> None:
@@ -130,11 +136,11 @@ def report_command(
             raise click.UsageError(f"--conf takes KEY=VALUE, not {item!r}")
         conf[key] = value
     try:
-        _check_local(inputs, output)
+        _check_local(inputs)
         spark = remote_session(remote) if remote else local_session(master or DEFAULT_MASTER, conf)
     except AmqpfuzzError as exc:
         raise ReportFailed(str(exc)) from None
     try:
-        execute(spark, inputs, output, dt.timedelta(minutes=settle_minutes))
+        execute(spark, inputs, output, dt.timedelta(minutes=settle_minutes), html_to)
     finally:
         spark.stop()

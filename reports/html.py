@@ -53,7 +53,7 @@ def _n(value: Any) -> str:
     if value is None:
         return "-"
     if isinstance(value, float) and not value.is_integer():
-        return f"{value:,.1f}"
+        return f"{value:,.1f}" if abs(value) >= 10 else f"{value:,.2f}"
     return f"{int(value):,}"
 
 
@@ -216,6 +216,8 @@ def render(page: Page) -> str:
         _failures(page, ("new", "regressed"), "No new or regressed failures tonight."),
         "<h2>Conformance by target and spec class</h2>",
         heatmap(page.heat_rows, page.heat_columns, page.heat)
+        + '<p class="sub">Each cell: failing cases (fail, error) of those judged (all but '
+        "skip); green none, then light green up to 5%, yellow 20%, orange 50%, red more.</p>"
         if page.heat
         else '<p class="none">No cases.</p>',
         "<h2>Spec coverage</h2>",

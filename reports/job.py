@@ -111,9 +111,11 @@ def run(
     settle: dt.timedelta = read.SETTLE,
     now: dt.datetime | None = None,
     protocol: str = "0-9-1",
+    html_to: str | None = None,
 ) -> Summary:
     """Read the record files under ``inputs``; (re)write their nights' tables under ``output``;
-    render the latest night's page, written to ``output``/report.html when ``output`` is local.
+    render the latest night's page, written to ``html_to`` (a local file), by default
+    ``output``/report.html when ``output`` is a local path.
 
     Raises :class:`~amqpfuzz.reports.read.ReportInputError` for input no report can be made of.
     """
@@ -137,11 +139,10 @@ def run(
     night = nights[-1]
     shown = page.build(night, made, past.trends)
     text = html.render(shown)
-    html_path = None
-    if is_local(output):
-        target = local_path(output) / "report.html"
-        target.write_text(text, encoding="utf-8")
-        html_path = str(target)
+    html_path = html_to or (str(local_path(output) / "report.html") if is_local(output) else None)
+    if html_path is not None:
+        Path(html_path).parent.mkdir(parents=True, exist_ok=True)
+        Path(html_path).write_text(text, encoding="utf-8")
     return Summary(
         nights=tuple(nights),
         night=night,

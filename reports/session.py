@@ -76,7 +76,9 @@ def local_session(
 def remote_session(url: str, *, app_name: str = "amqpfuzz-report") -> SparkSession:
     """A Spark Connect session (``sc://host:port``); needs ``pyspark[connect]``'s packages."""
     try:
-        return SparkSession.builder.remote(url).appName(app_name).getOrCreate()
+        session = SparkSession.builder.remote(url).appName(app_name).getOrCreate()
+        session.version  # noqa: B018 -- the first call to the server: is anyone there?
+        return session
     except ImportError as exc:
         raise SessionError(
             f"Spark Connect needs pyspark's connect packages ({exc}): "
