@@ -83,9 +83,7 @@ def _history(spark: SparkSession, output: str, nights: Sequence[dt.date]) -> _Hi
     )
 
 
-def _tables(
-    spark: SparkSession, ingest: read.Ingest, past: _History, protocol: str
-) -> dict[str, tables.Rows]:
+def _tables(ingest: read.Ingest, past: _History, protocol: str) -> dict[str, tables.Rows]:
     """Every table's rows for the nights read (rejects aside: they stay in Spark)."""
     facts = ingest.facts
     runs = tables.collect(tables.runs(facts))
@@ -126,7 +124,7 @@ def run(
         with read.step("history"):
             past = _history(spark, output, nights)
         with read.step("tables"):
-            made = _tables(spark, ingest, past, protocol)
+            made = _tables(ingest, past, protocol)
         for name, rows in made.items():
             with read.step(f"write {name}"):
                 tables.write_rows(spark, output, name, rows)
