@@ -158,7 +158,9 @@ def frame(spark: SparkSession, name: str, rows: Iterable[dict[str, Any]]) -> Dat
         [StructField(f.name, LongType() if f.name in times else f.dataType) for f in schema]
     )
     data = [tuple(row[f] for f in schema.fieldNames()) for row in rows]
-    return spark.createDataFrame(data, raw).withColumns({t: F.timestamp_micros(t) for t in times})
+    made = spark.createDataFrame(data, raw)
+    # (Spark Connect refuses withColumns of nothing.)
+    return made.withColumns({t: F.timestamp_micros(t) for t in times}) if times else made
 
 
 def write_rows(spark: SparkSession, output: str, name: str, rows: Rows) -> None:
