@@ -37,6 +37,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from pyspark.sql import SparkSession
+
 from amqpfuzz.fuzzer.records import RecordWriter, record
 from amqpfuzz.reports import run
 from amqpfuzz.reports.session import local_session
@@ -117,7 +119,7 @@ def generate(directory: Path, run_id: str, count: int, seed: int) -> None:
                 written += 1
 
 
-def measure(spark: Any, inputs: list[str], scratch: Path) -> float:
+def measure(spark: SparkSession, inputs: list[str], scratch: Path) -> float:
     output = scratch / "out"
     shutil.rmtree(output, ignore_errors=True)
     start = time.perf_counter()
@@ -125,7 +127,8 @@ def measure(spark: Any, inputs: list[str], scratch: Path) -> float:
     return time.perf_counter() - start
 
 
-def main(argv: list[str] | None = None) -> None:
+def main(argv: list[str] | None = None, spark: SparkSession | None = None) -> None:
+    """The script; a caller that already has a session (the smoke test) may lend it."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--quick", action="store_true", help="20k and 40k records (smoke test)")
     parser.add_argument("--records", type=int, default=1_000_000, help="the smaller size")
@@ -140,15 +143,15 @@ def main(argv: list[str] | None = None) -> None:
         generate(second, "bench-b", size, seed=2)
         if not args.quick:
             generate(warm, "bench-warm", WARM_UP, seed=3)
-        spark = local_session()
+        session = spark or local_session()
         try:
             if not args.quick:
-                measure(spark, [str(warm)], scratch)
+                measure(session, [str(warm)], scratch)
             sizes = {size: [str(first)], 2 * size: [str(first), str(second)]}
             seconds = {records: float("inf") for records in sizes}
             for _ in range(rounds):
                 for records, inputs in sizes.items():
-                    seconds[records] = min(seconds[records], measure(spark, inputs, scratch))
+                    seconds[records] = min(seconds[records], measure(session, inputs, scratch))
             for records in sizes:
                 _emit("seconds", round(seconds[records], 3), records=records, rounds=rounds)
                 _emit(
@@ -160,7 +163,8 @@ def main(argv: list[str] | None = None) -> None:
             ratio = seconds[2 * size] / seconds[size]
             _emit("time_ratio", round(ratio, 3), records=[size, 2 * size], target=TARGET_RATIO)
         finally:
-            spark.stop()
+            if spark is None:
+                session.stop()
 
 
 if __name__ == "__main__":
