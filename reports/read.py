@@ -462,7 +462,13 @@ def ingest(
             owners = _duplicated(spark, to_read)
         if owners is not None:
             cached.append(owners)
-        groups = _groups(_records(spark, to_read), owners).persist(StorageLevel.MEMORY_AND_DISK)
+        # Groups and facts are small (distinct combinations, not records): one partition each,
+        # so that the many small aggregations made of them need no shuffle.
+        groups = (
+            _groups(_records(spark, to_read), owners)
+            .coalesce(1)
+            .persist(StorageLevel.MEMORY_AND_DISK)
+        )
         cached.append(groups)
         with step("read: records"):
             stats = _file_stats(groups, text)
@@ -471,7 +477,11 @@ def ingest(
         firsts = facts.groupBy("run_id").agg(F.min("first_us").alias("first_us")).collect()
         run_dates = {r.run_id: _utc_date(r.first_us) for r in firsts}
         dates = spark.createDataFrame(list(run_dates.items()), "run_id string, run_date date")
-        facts = facts.join(F.broadcast(dates), "run_id").persist(StorageLevel.MEMORY_AND_DISK)
+        facts = (
+            facts.join(F.broadcast(dates), "run_id")
+            .coalesce(1)
+            .persist(StorageLevel.MEMORY_AND_DISK)
+        )
         cached.append(facts)
     except BaseException:
         for frame in cached:
