@@ -462,26 +462,18 @@ def ingest(
             owners = _duplicated(spark, to_read)
         if owners is not None:
             cached.append(owners)
-        # Groups and facts are small (distinct combinations, not records): one partition each,
-        # so that the many small aggregations made of them need no shuffle.
-        groups = (
-            _groups(_records(spark, to_read), owners)
-            .coalesce(1)
-            .persist(StorageLevel.MEMORY_AND_DISK)
-        )
+        groups = _groups(_records(spark, to_read), owners).persist(StorageLevel.MEMORY_AND_DISK)
         cached.append(groups)
+        # Groups are small (distinct combinations, not records): read as one partition, the
+        # aggregations made of them (and of the facts) need no shuffle.
         with step("read: records"):
-            stats = _file_stats(groups, text)
+            stats = _file_stats(groups.coalesce(1), text)
         _check(files, stats, inputs)
-        facts = _facts(groups)
+        facts = _facts(groups.coalesce(1))
         firsts = facts.groupBy("run_id").agg(F.min("first_us").alias("first_us")).collect()
         run_dates = {r.run_id: _utc_date(r.first_us) for r in firsts}
         dates = spark.createDataFrame(list(run_dates.items()), "run_id string, run_date date")
-        facts = (
-            facts.join(F.broadcast(dates), "run_id")
-            .coalesce(1)
-            .persist(StorageLevel.MEMORY_AND_DISK)
-        )
+        facts = facts.join(F.broadcast(dates), "run_id").persist(StorageLevel.MEMORY_AND_DISK)
         cached.append(facts)
     except BaseException:
         for frame in cached:
