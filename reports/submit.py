@@ -10,14 +10,21 @@ no Python functions on executors, so only the driver needs amqpfuzz installed.
 
 from __future__ import annotations
 
-import datetime as dt
 import sys
+from pathlib import Path
 
-import click
-from pyspark.sql import SparkSession
+# Run as a file, this script has its own folder first on sys.path, where the package's modules
+# would shadow others of the same name (our html.py, the standard library's html): drop it.
+_HERE = Path(__file__).resolve().parent
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE]
 
-from amqpfuzz.reports.cli import execute
-from amqpfuzz.reports.read import SETTLE
+import datetime as dt  # noqa: E402
+
+import click  # noqa: E402
+from pyspark.sql import SparkSession  # noqa: E402
+
+from amqpfuzz.reports.cli import execute  # noqa: E402
+from amqpfuzz.reports.read import SETTLE  # noqa: E402
 
 
 @click.command()

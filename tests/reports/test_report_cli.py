@@ -117,3 +117,14 @@ def test_a_corrupt_file_is_one_line_and_status_2(spark: SparkSession, tmp_path: 
         execute(spark, [str(tmp_path)], str(tmp_path / "out"), dt.timedelta(minutes=10))
     assert raised.value.exit_code == 2
     assert "records-r1-zz.jsonl: not a record file" in raised.value.format_message()
+
+
+def test_the_spark_submit_script_runs_as_a_file() -> None:
+    # spark-submit runs it by path, which puts reports/ first on sys.path: our html.py must
+    # not shadow the standard library's html there.
+    script = Path(__file__).resolve().parents[2] / "reports" / "submit.py"
+    done = subprocess.run(
+        [sys.executable, str(script), "--help"], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert "--in DIR" in done.stdout and "--html FILE" in done.stdout
