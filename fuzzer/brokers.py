@@ -156,6 +156,13 @@ class Broker:
         self.stop()
         return self.start(timeout)
 
+    def recover(self, timeout: float = 60) -> Broker:
+        """Start again after the broker stopped serving: a hung process is killed at once
+        (no graceful stop to wait for), then started on the same port with the same data."""
+        self.kill()
+        self.stop()
+        return self.start(timeout)
+
     def kill(self) -> None:
         """Kill the broker as a crash would (SIGKILL to its process group)."""
         if self.process is not None:

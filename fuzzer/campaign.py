@@ -235,7 +235,7 @@ class Campaign:
         if run.broker is not None and run.restarts < self.config.restarts:
             run.restarts += 1
             self.listener("restart", {"target": run.label, "log": run.broker.log_tail(10)})
-            run.broker.restart()
+            run.broker.recover()
             assert run.runner is not None
             run.runner.close()
             run.runner = Runner(

@@ -29,6 +29,7 @@ LAZY_COMMANDS = {
     "run": "amqpfuzz.fuzzer.run:run_command",
     "replay": "amqpfuzz.fuzzer.run:replay_command",
     "broker": "amqpfuzz.fuzzer.run:broker_group",
+    "scenarios": "amqpfuzz.fuzzer.conformance_command:scenarios_command",
     "report": "amqpfuzz.reports.cli:report_command",
 }
 

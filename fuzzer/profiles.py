@@ -12,7 +12,8 @@ A profile is a TOML file per broker and version (``fuzzer/deviations/``, or any 
     observed = "connection-close 540 NOT_IMPLEMENTED"
 
 A deviation matches a failure by its ``signature`` (shell-style wildcards), or a scenario or a
-whole operator by ``rule`` / ``mutation``. A failure a profile covers is reported as ``xfail``,
+whole operator by ``rule`` / ``mutation``; a ``rule`` deviation may name its ``protocol``
+(``0-9``) where the protocols' rule references coincide. A failure a profile covers is reported as ``xfail``,
 not hidden; a deviation that no longer happens shows up as ``xpass`` where it can be told.
 """
 
@@ -41,14 +42,22 @@ class Deviation:
     signature: str | None = None
     rule: str | None = None
     mutation: str | None = None
+    protocol: str | None = (
+        None  # a rule's deviation in this protocol only (0-9 and 0-9-1 share refs)
+    )
 
     def covers(
-        self, signature: str | None, rule: str | None = None, mutation: str | None = None
+        self,
+        signature: str | None,
+        rule: str | None = None,
+        mutation: str | None = None,
+        protocol: str | None = None,
     ) -> bool:
         if self.signature is not None:
             return signature is not None and fnmatch.fnmatchcase(signature, self.signature)
         if self.rule is not None:
-            return rule == self.rule
+            same = self.protocol is None or protocol is None or protocol == self.protocol
+            return rule == self.rule and same
         return self.mutation is not None and mutation == self.mutation
 
 
@@ -61,11 +70,16 @@ class Profile:
     path: str = ""
 
     def deviation(
-        self, signature: str | None, rule: str | None = None, mutation: str | None = None
+        self,
+        signature: str | None,
+        rule: str | None = None,
+        mutation: str | None = None,
+        protocol: str | None = None,
     ) -> Deviation | None:
-        """The deviation covering a failure (by signature) or a rule or operator, if any."""
+        """The deviation covering a failure (by signature) or a rule (of ``protocol``) or
+        operator, if any."""
         for deviation in self.deviations:
-            if deviation.covers(signature, rule, mutation):
+            if deviation.covers(signature, rule, mutation, protocol):
                 return deviation
         return None
 
@@ -110,6 +124,7 @@ def _deviation(path: Path, index: int, data: dict[str, object]) -> Deviation:
         signature=str(data["signature"]) if "signature" in data else None,
         rule=str(data["rule"]) if "rule" in data else None,
         mutation=str(data["mutation"]) if "mutation" in data else None,
+        protocol=str(data["protocol"]) if "protocol" in data else None,
     )
 
 

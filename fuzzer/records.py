@@ -30,6 +30,7 @@ __all__ = [
     "RecordWriter",
     "read_records",
     "record",
+    "write_totals",
 ]
 
 SCHEMA_VERSION = 1
@@ -189,3 +190,26 @@ def read_records(path: Path | str, *, strict: bool = True) -> Iterator[dict[str,
                 raise RecordError(f"{path}:{number}: not a result record")
             continue
         yield item
+
+
+def write_totals(directory: Path | str, run_id: str, protocol: str = "0-9-1") -> Path:
+    """``run-<run_id>.json`` beside the records: how much there is to exercise (the spec's
+    methods and rules, the scenario files, the mutation operators), for the coverage report."""
+    from amqpfuzz.scenarios import load_all
+    from amqpfuzz.spec import load
+    from amqpfuzz.strategies import mutations
+
+    spec = load(protocol)
+    family = protocol if protocol in ("0-9-1", "0-9", "0-10") else "0-9-1"
+    totals = {
+        "methods": len(spec.methods),
+        "rules": sum(1 for _ in spec.rules()),
+        "scenario_files": len(load_all(family)),
+        "mutation_operators": len(mutations(protocol)),
+    }
+    path = Path(directory) / f"run-{run_id}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    part = path.with_name(path.name + ".part")
+    part.write_text(json.dumps({"run_id": run_id, "protocol": protocol, "totals": totals}) + "\n")
+    os.replace(part, path)
+    return path

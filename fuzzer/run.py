@@ -29,6 +29,7 @@ from .brokers import KINDS, Broker, detach, detached, stop_detached, throwaway
 from .campaign import Campaign, CampaignSettings, TargetRun
 from .console import BadInput, Progress, summary_table
 from .profiles import find_profile
+from .records import write_totals
 from .reproducers import load_reproducer, replay
 from .targets import Target, parse_target
 from .transport import Connection
@@ -247,6 +248,7 @@ def _run(
             )
             for i in range(workers)
         ]
+        write_totals(out, run_id, protocol)
         results = _supervise(jobs, console)
     return _summarize(results, console, seed)
 

@@ -470,18 +470,9 @@ class Runner:
             connection = self._open()
         except AmqpfuzzError:
             return 0
-        deleted = 0
-        channel = 1
-        for kind, names in (("queue", ours[0]), ("exchange", ours[1])):
-            for name in sorted(names):
-                if connection.open_channel(channel, self.timeout) is not None:
-                    break
-                frame = connection.codec.method(f"{kind}.delete", channel, **{kind: name})
-                if isinstance(connection.call(frame, self.timeout), MethodFrame):
-                    deleted += 1
-                channel = channel % 2000 + 1
+        left = connection.delete_entities(*ours, timeout=self.timeout)
         connection.close()
-        return deleted
+        return len(ours[0]) + len(ours[1]) - len(left)
 
     def _ours(self, name: str) -> bool:
         return bool(self.prefix) and (

@@ -15,7 +15,9 @@ import select
 import socket
 import time
 from collections import deque
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 from amqpfuzz.spec import AmqpfuzzError, RemoteProtocolError
 from amqpfuzz.spec.codec import Codec, Frame, FrameReader, MethodFrame, ProtocolHeader, codec_for
@@ -118,9 +120,33 @@ class Connection:
         timeout: float = 10.0,
         frame_max: int = 131072,
         channel_max: int = 2047,
-        client_name: str = "amqpfuzz",
+        client_properties: dict[str, Any] | None = None,
     ) -> Connection:
-        """Connect, send the protocol header and complete the handshake (PLAIN, no heartbeat)."""
+        """Connect, send the protocol header and complete the handshake (PLAIN, no heartbeat).
+
+        ``client_properties`` default to amqpfuzz's, announcing RabbitMQ's consumer-cancel
+        notifications; a plain 0-9-1 client (``{"product": ...}``) announces nothing."""
+        connection = cls.connect(
+            target, protocol=protocol, timeout=timeout, frame_max=frame_max, channel_max=channel_max
+        )
+        try:
+            connection._handshake(target, timeout, frame_max, channel_max, client_properties)
+        except BaseException:
+            connection.abort()
+            raise
+        return connection
+
+    @classmethod
+    def connect(
+        cls,
+        target: Target,
+        *,
+        protocol: str = "0-9-1",
+        timeout: float = 10.0,
+        frame_max: int = 131072,
+        channel_max: int = 2047,
+    ) -> Connection:
+        """Only the socket (TLS for amqps://): the caller speaks the protocol from the header on."""
         codec = codec_for(protocol)
         try:
             sock = socket.create_connection((target.host, target.port), timeout=timeout)
@@ -130,23 +156,23 @@ class Connection:
                 sock = context.wrap_socket(sock, server_hostname=target.host)
         except OSError as exc:
             raise Unreachable(f"{target.safe_url}: cannot connect: {exc.strerror or exc}") from None
-        connection = cls(sock, codec, frame_max, channel_max)
-        try:
-            connection._handshake(target, timeout, frame_max, channel_max, client_name)
-        except BaseException:
-            connection.abort()
-            raise
-        return connection
+        return cls(sock, codec, frame_max, channel_max)
 
     def _handshake(
-        self, target: Target, timeout: float, frame_max: int, channel_max: int, name: str
+        self,
+        target: Target,
+        timeout: float,
+        frame_max: int,
+        channel_max: int,
+        properties: dict[str, Any] | None,
     ) -> None:
         codec = self.codec
         self.send(codec.spec.protocol_header)
         start = self._expect_handshake(target, "connection.start", timeout)
         self.server_properties = dict(start["server_properties"])
         response = b"\x00" + target.user.encode() + b"\x00" + target.password.encode()
-        properties = {"product": name, "capabilities": {"consumer_cancel_notify": True}}
+        if properties is None:
+            properties = {"product": "amqpfuzz", "capabilities": {"consumer_cancel_notify": True}}
         self.send_frame(
             codec.method(
                 "connection.start-ok",
@@ -312,6 +338,28 @@ class Connection:
             return reply
         self.open_channels.add(channel)
         return None
+
+    def delete_entities(
+        self, queues: Iterable[str], exchanges: Iterable[str], timeout: float = 5.0
+    ) -> list[str]:
+        """Delete these queues and exchanges, one channel each (a refusal closes only that
+        channel); the names that could not be deleted (all that are left once the broker
+        stops answering)."""
+        todo = [("queue", name) for name in sorted(queues)]
+        todo += [("exchange", name) for name in sorted(exchanges)]
+        left: list[str] = []
+        gone = self.codec.spec.constant("not-found").value  # deleted already: not left over
+        channel = 1
+        for index, (kind, name) in enumerate(todo):
+            if self.open_channel(channel, timeout) is not None:
+                return left + [n for _, n in todo[index:]]
+            reply = self.call(self.codec.method(f"{kind}.delete", channel, **{kind: name}), timeout)
+            if isinstance(reply, Outcome) and reply.reply_code != gone:
+                left.append(name)
+                if reply.kind == "timeout" or self.ended is not None:
+                    return left + [n for _, n in todo[index + 1 :]]
+            channel = channel % 2000 + 1
+        return left
 
     @property
     def alive(self) -> bool:

@@ -14,6 +14,7 @@ name in it.
 
 from .load import INDEX, PROTOCOLS, SCENARIOS, load_all, load_index, load_scenario
 from .model import SameAs, Scenario, ScenarioError, Step, file_name, normalise
+from .selection import SelectError, select
 from .vocabulary import CAPABILITIES, MATCHERS, STEPS, VARIABLES, StepKind
 
 __all__ = [
@@ -27,6 +28,7 @@ __all__ = [
     "SameAs",
     "Scenario",
     "ScenarioError",
+    "SelectError",
     "Step",
     "StepKind",
     "file_name",
@@ -34,4 +36,5 @@ __all__ = [
     "load_index",
     "load_scenario",
     "normalise",
+    "select",
 ]

@@ -589,6 +589,13 @@ class StepChecker:
             self.fail(value.line_of("times"), "times is a number >= 1")
         return self.loop(value)
 
+    def _eventually(self, value: Located) -> tuple[Step, ...]:
+        self.seconds(value, "within")
+        steps = self.steps(value["steps"], value.line_of("steps"))
+        if not steps:
+            self.fail(value.line_of("steps"), "eventually needs at least one step")
+        return steps
+
     def _until_limit(self, value: Located) -> tuple[Step, ...]:
         most = self.typed(value, "max", int, "a number")
         least = self.typed(value, "at_least", int, "a number")

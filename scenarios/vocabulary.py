@@ -180,6 +180,14 @@ STEPS: Mapping[str, StepKind] = {
             ("times", "steps"),
         ),
         StepKind(
+            "eventually",
+            "run `steps` again until they all hold, for at most `within` seconds (default 2): "
+            "for a state the broker reaches in its own time, such as a queue's message count "
+            "just after publishing to it",
+            ("steps",),
+            ("within",),
+        ),
+        StepKind(
             "until_limit",
             "run `steps` with ${i} = 1, 2, ... until one fails because the broker refuses "
             "(optionally with the close `expect_close` describes) or `max` rounds pass; the "

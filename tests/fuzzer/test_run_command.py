@@ -29,15 +29,21 @@ def records_in(out: Path, pattern: str = "records-*.jsonl") -> list[dict[str, ob
 
 
 def ctl(broker: RabbitMQ, *args: str) -> str:
-    done = subprocess.run(
-        [RABBITMQCTL, "-n", broker.node, *args],
-        env=broker.environment(),
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=True,
-    )
-    return done.stdout
+    """rabbitmqctl's answer; the CLI (an Erlang node of its own) sometimes fails to reach a
+    loaded node at once (status 70), so it gets three tries before the test fails."""
+    for _ in range(3):
+        done = subprocess.run(
+            [RABBITMQCTL, "-n", broker.node, *args],
+            env=broker.environment(),
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        if done.returncode == 0:
+            return done.stdout
+        time.sleep(2)
+    raise AssertionError(f"rabbitmqctl {' '.join(args)}: status {done.returncode}: {done.stderr}")
 
 
 # -- bad input: one line, exit status 2 -----------------------------------------------------------
