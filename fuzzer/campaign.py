@@ -207,7 +207,8 @@ class Campaign:
         with contextlib.suppress(CampaignOver):  # the budget is spent: the normal end
             campaign()
 
-    def run_batch(self, cases: list[Case]) -> None:
+    def run_batch(self, cases: list[Case]) -> dict[str, list[Result]]:
+        """Run ``cases`` on every target and record them; each target's results by label."""
         outcomes: dict[str, list[Result]] = {}
         for run in self.targets:
             assert run.runner is not None
@@ -227,6 +228,7 @@ class Campaign:
                 "xfails": self.stats.xfails,
             },
         )
+        return outcomes
 
     def _after_batch(self, run: TargetRun, results: list[Result]) -> None:
         down = any(r.failure is not None and r.failure.oracle == "liveness" for r in results)
@@ -298,7 +300,13 @@ class Campaign:
             item["reproducer"] = str(path)
             self._first.setdefault(failure.signature, (case, path, run))
             self.listener(
-                "failure", {"signature": failure.signature, "case": repr(case), "target": run.label}
+                "failure",
+                {
+                    "signature": failure.signature,
+                    "case": repr(case),
+                    "target": run.label,
+                    "reproducer": str(path),
+                },
             )
         self.writer.write(item)
 

@@ -14,6 +14,7 @@ recorded deviation is gone: both are shown, neither silently passes.
 
 from __future__ import annotations
 
+import secrets
 import threading
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
@@ -134,16 +135,41 @@ class ConformanceRun:
 
     def run(self) -> list[Verdict]:
         """Every verdict, in the order of targets then scenarios."""
-        for target in self.targets:
-            self.describe(target)
-        self._writer = RecordWriter(self.out, self.run_id, self.worker)
+        self.start()
         try:  # the targets at once: each has its own broker
             with ThreadPoolExecutor(max_workers=len(self.targets)) as pool:
                 per_target = list(pool.map(self._run_target, self.targets))
             verdicts = [v for target_verdicts in per_target for v in target_verdicts]
         finally:
-            self._writer.close()
+            self.finish()
         return verdicts
+
+    # -- one scenario at a time (the pytest plugin's items) --------------------------------
+
+    def start(self) -> None:
+        """Describe every target and open the record file."""
+        for target in self.targets:
+            self.describe(target)
+        self._writer = RecordWriter(self.out, self.run_id, self.worker)
+
+    def skip_reason(self, scenario: Scenario, target: ScenarioTarget) -> str | None:
+        """Why ``scenario`` cannot be played on ``target`` (known once it is described)."""
+        return self._skip_reason(scenario, target)
+
+    def play_one(self, scenario: Scenario, target: ScenarioTarget) -> Verdict:
+        """The verdict of ``scenario`` played alone on ``target`` (between :meth:`start` and
+        :meth:`finish`), recorded like those of :meth:`run`."""
+        reason = self._skip_reason(scenario, target)
+        if reason is not None:
+            return self._judge(scenario, target, None, reason)
+        verdict = self._play(scenario, target, shared=False)
+        assert verdict is not None  # played alone: never to be run again
+        return verdict
+
+    def finish(self) -> None:
+        """Move the record file into place."""
+        if self._writer is not None:
+            self._writer.close()
 
     @property
     def records(self) -> Path | None:
@@ -231,7 +257,7 @@ class ConformanceRun:
     def _down(self, target: ScenarioTarget) -> tuple[str, str] | None:
         """None if the broker still serves (:func:`serves`); else what happened and the
         broker's last log lines (a throwaway broker is restarted)."""
-        probe = f"{self.prefix}probe"
+        probe = f"{self.prefix}probe-{secrets.token_hex(4)}"  # probes run side by side
         generation = target.generation
         problem = serves(target.target, self.timeout, probe)
         broker = target.broker
