@@ -219,7 +219,13 @@ def _resolve(config: pytest.Config) -> Options:
         fuzz=_flag(config, "fuzz"),
     )
     options.active = bool(
-        options.urls or broker or options.scenarios or options.fuzz or seed is not None
+        options.urls
+        or broker
+        or options.scenarios
+        or options.fuzz
+        or seed is not None
+        or profile is not None
+        or results is not None
     )
     workerinput = getattr(config, "workerinput", None)
     if workerinput is not None and "amqpfuzz" in workerinput:

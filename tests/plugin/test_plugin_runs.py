@@ -1,0 +1,222 @@
+"""The plugin against real brokers: scenario and fuzz items, xdist, JUnit XML, failure reports.
+
+Every run below starts its own throwaway GarageMQ (``--amqp-broker garagemq``, under a second)
+in the pytest process that runs the items: the serial run's, or each pytest-xdist worker's.
+"""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from amqpfuzz.fuzzer.brokers import free_port
+from amqpfuzz.fuzzer.reproducers import load_reproducer
+
+pytestmark = pytest.mark.slow
+
+TINY = """
+from hypothesis import settings
+settings.register_profile("tiny", max_examples=4, database=None)
+"""
+# a pass, a deviation GarageMQ's profile records (xfail), a file that is not runnable (skip)
+SCENARIOS = "mandatory/01 or immediate/01 or exchange/03"
+FUZZ = "frame-end or unknown-frame-type or basic.qos"
+BASE = ["--amqp-broker", "garagemq", "--hypothesis-profile", "tiny", "-p", "no:cacheprovider"]
+
+
+@pytest.fixture
+def project(pytester: pytest.Pytester) -> pytest.Pytester:
+    pytester.makeconftest(TINY)
+    return pytester
+
+
+def outcomes(xml: Path) -> dict[str, str]:
+    """Each test case's outcome, from the JUnit XML."""
+    found: dict[str, str] = {}
+    for case in ET.parse(xml).getroot().iter("testcase"):
+        name = f"{case.get('classname')}::{case.get('name')}"
+        outcome = "passed"
+        for child in case:
+            if child.tag in ("failure", "error"):
+                outcome = child.tag
+            elif child.tag == "skipped":
+                outcome = "xfailed" if child.get("type") == "pytest.xfail" else "skipped"
+        found[name] = outcome
+    return found
+
+
+def properties(xml: Path, name: str) -> dict[str, str]:
+    for case in ET.parse(xml).getroot().iter("testcase"):
+        if case.get("name") == name:
+            return {p.get("name", ""): p.get("value", "") for p in case.iter("property")}
+    raise AssertionError(f"no test case {name} in {xml}")
+
+
+def test_scenarios_and_fuzz_items_serial_and_with_two_workers(
+    project: pytest.Pytester, tmp_path: Path
+) -> None:
+    args = [*BASE, "--amqp-scenarios", "--amqp-fuzz", "--amqp-seed", "99"]
+    runs = {}
+    for label, extra in (("serial", []), ("xdist", ["-n", "2"])):
+        xml = tmp_path / f"{label}.xml"
+        results = tmp_path / f"records-{label}"
+        result = project.runpytest_subprocess(
+            *args,
+            *extra,
+            "-k",
+            f"{SCENARIOS} or {FUZZ}",
+            f"--junitxml={xml}",
+            f"--amqp-results={results}",
+        )
+        assert "amqpfuzz: seed 99 " in result.stdout.str()
+        runs[label] = outcomes(xml)
+    serial = runs["serial"]
+    assert serial == runs["xdist"]
+    assert serial["amqpfuzz.scenarios.0-9-1::basic.publish/mandatory/01"] == "passed"
+    assert serial["amqpfuzz.scenarios.0-9-1::basic.publish/immediate/01"] == "xfailed"
+    assert serial["amqpfuzz.scenarios.0-9-1::basic.publish/exchange/03"] == "skipped"
+    assert serial["amqpfuzz.fuzz.method::basic.qos"] == "passed"
+    assert serial["amqpfuzz.fuzz.mutation::frame-end"] == "failure"  # GarageMQ drops the socket
+    # each worker its own record files, every fuzz record with the controller's seed
+    files = sorted((tmp_path / "records-xdist").glob("records-*.jsonl"))
+    workers = {f.name.split("-")[-2] for f in files}
+    assert workers == {"gw0", "gw1"}, files
+    records = [json.loads(line) for f in files for line in f.read_text().splitlines()]
+    assert {r["seed"] for r in records if r["kind"] == "fuzz"} == {"99"}
+    assert {r["verdict"] for r in records if r["kind"] == "scenario"} == {"pass", "xfail", "skip"}
+    assert len({r["run_id"] for r in records}) == 1
+
+
+def test_junit_xml_carries_the_spec_reference_and_the_reply(
+    project: pytest.Pytester, tmp_path: Path
+) -> None:
+    xml = tmp_path / "junit.xml"
+    project.runpytest(
+        *BASE, "--amqp-scenarios", "--amqp-fuzz", "-k", "mandatory/01 or frame-end",
+        f"--junitxml={xml}",
+    )  # fmt: skip
+    scenario = properties(xml, "basic.publish/mandatory/01")
+    assert scenario["amqp_spec_ref"] == "basic.publish/mandatory/01"
+    assert scenario["amqp_verdict"] == "pass"
+    assert scenario["amqp_observed"].startswith("reply")
+    assert scenario["amqp_target"].startswith("amqp://guest@127.0.0.1:")
+    fuzz = properties(xml, "frame-end")
+    assert fuzz["amqp_spec_ref"] == "mutation frame-end"
+    assert fuzz["amqp_expected"] == "connection-close 501 frame-error"
+    assert fuzz["amqp_observed"].startswith("socket-close")
+    assert Path(fuzz["amqp_reproducer"]).is_file()
+
+
+def test_a_failing_scenario_reads_well(project: pytest.Pytester) -> None:
+    """Without GarageMQ's profile, its immediate-flag deviation is a plain failure."""
+    result = project.runpytest(
+        *BASE, "--amqp-scenarios", "--amqp-profile", "none", "-k", "immediate/01"
+    )
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*scenario 0-9-1/basic.publish.immediate.01.yaml fail on throwaway garagemq*",
+            "rule:     basic.publish/immediate/01",
+            "          The server SHOULD implement the immediate flag.",
+            "step:     line * (expect) of */basic.publish.immediate.01.yaml",
+            "expected: reply basic.return",
+            "observed: channel-close 540",
+            "message:  line *: expected basic.return on channel 1, got channel-close 540 *",
+        ]
+    )
+
+
+def test_a_deviation_that_does_not_happen_fails_as_strict_xpass(project: pytest.Pytester) -> None:
+    profile = project.path / "stale.toml"
+    profile.write_text(
+        'product = "garagemq"\nversions = ["0.1"]\n[[deviation]]\n'
+        'rule = "basic.publish/mandatory/01"\nreason = "once upon a time"\n'
+    )
+    result = project.runpytest(
+        *BASE, "--amqp-scenarios", "--amqp-profile", str(profile), "-k", "mandatory/01", "-rX"
+    )
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*[[]XPASS(strict)[]] stale: once upon a time*"])
+
+
+def test_a_failing_fuzz_item_names_its_frames_and_reproducer(project: pytest.Pytester) -> None:
+    result = project.runpytest(
+        *BASE, "--amqp-fuzz", "--amqp-profile", "none", "-k", "frame-end"
+    )  # fmt: skip
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "frame-end case [[]*[]] failed on throwaway garagemq (amqp://guest@127.0.0.1:*)",
+            "oracle:    reaction: expected connection-close 501 frame-error, observed socket-close*",
+            "signature: reaction:-:frame-end:connection-close/501->socket-close",
+            "expected:  connection-close 501 frame-error",
+            "frames (the smallest case Hypothesis found):",
+            "  frame-end [[]*",
+            "replay:    amqpfuzz replay *.json",
+        ]
+    )
+    line = next(x for x in result.outlines if x.startswith("replay:"))
+    reproducer = load_reproducer(line.split()[-1])
+    assert reproducer["failure"]["signature"].startswith("reaction:-:frame-end:")
+
+
+def test_a_profile_signature_makes_a_fuzz_item_xfail(project: pytest.Pytester) -> None:
+    profile = project.path / "mine.toml"
+    profile.write_text(
+        'product = "garagemq"\n[[deviation]]\n'
+        'signature = "reaction:-:frame-end:*->socket-close"\nreason = "drops the socket"\n'
+    )
+    result = project.runpytest(
+        *BASE, "--amqp-fuzz", "--amqp-profile", str(profile), "-k", "frame-end", "-rx"
+    )
+    result.assert_outcomes(xfailed=1)
+    result.stdout.fnmatch_lines(["XFAIL amqpfuzz::fuzz::mutation::frame-end - drops the socket"])
+
+
+def test_markers_select_items(project: pytest.Pytester) -> None:
+    result = project.runpytest(
+        *BASE, "--amqp-scenarios", "--amqp-fuzz", "--collect-only", "-q",
+        "-m", "amqp_class_queue and amqp_second_connection",
+    )  # fmt: skip
+    ids = [line for line in result.outlines if line.startswith("amqpfuzz::")]
+    assert ids
+    assert all(i.startswith("amqpfuzz::scenarios::0-9-1::queue.") for i in ids), ids
+
+
+def test_fixtures_in_a_users_own_tests(project: pytest.Pytester) -> None:
+    project.makepyfile(
+        """
+        from amqpfuzz.fuzzer.transport import Outcome
+
+        def test_raw_channel(amqp_channel, amqp_prefix):
+            reply = amqp_channel.call("queue.declare", queue=amqp_prefix + "q", exclusive=True)
+            assert reply.name == "queue.declare-ok"
+            missing = amqp_channel.call("queue.declare", queue=amqp_prefix + "none", passive=True)
+            assert isinstance(missing, Outcome) and missing.reply_code == 404
+
+        def test_pika(amqp_pika, amqp_prefix):
+            channel = amqp_pika.channel()
+            declared = channel.queue_declare(amqp_prefix + "p", exclusive=True)
+            assert declared.method.queue == amqp_prefix + "p"
+
+        def test_target_and_broker(amqp_target, amqp_targets, amqp_broker):
+            assert amqp_targets == [amqp_target]
+            assert amqp_target.port == amqp_broker.port
+        """
+    )
+    result = project.runpytest(*BASE)
+    result.assert_outcomes(passed=3)
+
+
+def test_a_broker_that_is_down_is_one_error_with_workers(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile("def test_plain(): pass")
+    url = f"amqp://guest:guest@127.0.0.1:{free_port()}/"
+    result = pytester.runpytest_subprocess("--amqp-url", url, "-n", "2")
+    text = result.stdout.str() + result.stderr.str()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR, text
+    assert "Traceback" not in text
+    errors = [line for line in text.splitlines() if line.startswith("ERROR:")]
+    assert len(errors) == 1 and "cannot connect" in errors[0], text
