@@ -11,9 +11,9 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 STAMP := $(VENV)/.installed
 PACKAGES := spec strategies scenarios fuzzer reports
 
-.PHONY: check setup system-packages lint test fuzz
+.PHONY: check setup system-packages lint test examples fuzz
 
-check: setup lint test
+check: setup lint test examples
 
 setup: system-packages $(STAMP)
 
@@ -46,6 +46,10 @@ lint: setup
 
 test: setup
 	$(BIN)/python -m pytest -n auto
+
+# The example broker project (its own pytest.ini): the plugin as a user's CI runs it.
+examples: setup
+	$(BIN)/python -m pytest examples -p no:cacheprovider -q
 
 # The main job: a minute of fuzzing on a throwaway RabbitMQ, its summary, then the report of the
 # run. Failures found (status 1) are the point of the job, not a reason to skip the report.
