@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import socket
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +32,12 @@ def preflight(options: Options, timeout: float = 5.0) -> list[Target]:
     for target in targets:
         Connection.open(target, timeout=timeout).close()
     return targets
+
+
+def _place(target: Target) -> str:
+    """``host:port`` (and the virtual host if not ``/``): a target's name among several."""
+    vhost = "" if target.vhost == "/" else f"/{target.vhost}"
+    return f"{target.host}:{target.port}{vhost}"
 
 
 class AmqpSession:
@@ -69,11 +75,11 @@ class AmqpSession:
 
     def targets(self) -> list[ScenarioTarget]:
         if self._targets is None:
-            targets = [
-                ScenarioTarget(t, profile_name=self.options.profile)
-                for t in preflight(self.options, self.timeout)
-            ]
-            kind = self.options.broker or (None if targets else "rabbitmq")
+            reached = preflight(self.options, self.timeout)
+            kind = self.options.broker or (None if reached else "rabbitmq")
+            if len(reached) + (kind is not None) > 1:  # several: each named in node ids
+                reached = [replace(t, label=t.label or _place(t)) for t in reached]
+            targets = [ScenarioTarget(t, profile_name=self.options.profile) for t in reached]
             if kind is not None:
                 self._broker = self._stack.enter_context(throwaway(kind))
                 target = parse_target(self._broker.url, label=f"throwaway {kind}")
