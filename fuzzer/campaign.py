@@ -16,7 +16,7 @@ import contextlib
 import math
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -27,12 +27,15 @@ from hypothesis.database import InMemoryExampleDatabase, choices_to_bytes
 
 from amqpfuzz.strategies import Case, fuzz_cases
 
-from .brokers import Broker
+from .brokers import BrokerError
+from .control import AnyBroker
+from .oracles import Failure
 from .profiles import Profile, find_profile
 from .records import RecordWriter, record
 from .reproducers import write_reproducer
 from .runner import Result, Runner
 from .targets import Target
+from .transport import ConnectionFailed
 
 __all__ = ["Campaign", "CampaignSettings", "Stats", "TargetRun"]
 
@@ -54,7 +57,7 @@ class CampaignSettings:
     protocol: str = "0-9-1"
     shrink: bool = True
     shrink_budget: float = 30.0  # seconds per failure signature
-    restarts: int = 3  # times a throwaway broker is restarted after going down
+    restarts: int = 10  # times a throwaway broker is restarted after going down
 
 
 @dataclass
@@ -62,7 +65,7 @@ class TargetRun:
     """One target of a campaign: where, its runner, and what it told us about itself."""
 
     target: Target
-    broker: Broker | None = None
+    broker: AnyBroker | None = None
     profile_name: str | None = None
     runner: Runner | None = None
     profile: Profile | None = None
@@ -142,21 +145,29 @@ class Campaign:
     def start(self) -> None:
         """Connect to every target (raises ConnectionFailed: unreachable, refused login)."""
         for run in self.targets:
-            runner = Runner(
-                run.target,
-                protocol=self.config.protocol,
-                timeout=self.config.timeout,
-                in_flight=self.config.in_flight,
-                broker=run.broker,
-                prefix=self.prefix,
-            ).start()
-            run.runner = runner
-            assert runner.main is not None
+            try:
+                run.runner = self._runner(run)
+            except ConnectionFailed:
+                # a throwaway broker that another worker's case has just brought down
+                if run.broker is None or not run.broker.crashed or not self._restart(run):
+                    raise
+            runner = run.runner
+            assert runner is not None and runner.main is not None
             properties = runner.main.server_properties
             run.product = _text(properties.get("product"))
             run.version = _text(properties.get("version"))
             run.profile = find_profile(run.profile_name, run.product, run.version)
         self.listener("started", {"targets": [t.label for t in self.targets]})
+
+    def _runner(self, run: TargetRun) -> Runner:
+        return Runner(
+            run.target,
+            protocol=self.config.protocol,
+            timeout=self.config.timeout,
+            in_flight=self.config.in_flight,
+            broker=run.broker,
+            prefix=self.prefix,
+        ).start()
 
     def cases(self) -> st.SearchStrategy[Case]:
         frame_max = min(run.runner.frame_max for run in self.targets if run.runner)
@@ -212,11 +223,10 @@ class Campaign:
         outcomes: dict[str, list[Result]] = {}
         for run in self.targets:
             assert run.runner is not None
-            results = run.runner.run(cases)
+            results = self._after_batch(run, run.runner.run(cases))
             outcomes[run.label] = results
             for result in results:
                 self._record(run, result)
-            self._after_batch(run, results)
         if len(self.targets) > 1:
             self._compare(cases, outcomes)
         self.stats.cases += len(cases)
@@ -230,26 +240,74 @@ class Campaign:
         )
         return outcomes
 
-    def _after_batch(self, run: TargetRun, results: list[Result]) -> None:
-        down = any(r.failure is not None and r.failure.oracle == "liveness" for r in results)
-        if not down:
-            return
-        if run.broker is not None and run.restarts < self.config.restarts:
+    def _after_batch(self, run: TargetRun, results: list[Result]) -> list[Result]:
+        """A batch that brought the broker down: restart it and find the case that did it
+        (:meth:`_triage`), or, if it cannot be restarted, end the campaign."""
+        suspects = [i for i, r in enumerate(results) if _went_down(r)]
+        if not suspects:
+            return results
+        if not self._restart(run):
+            self.stats.broker_down = (
+                self.stats.broker_down or f"{run.label} stopped accepting connections"
+            )
+            return _unattributed(results, suspects, "it could not be restarted to find which")
+        return self._triage(run, results, suspects)
+
+    def _restart(self, run: TargetRun) -> bool:
+        """Restart a throwaway broker that went down, within the campaign's allowance."""
+        while run.broker is not None and run.restarts < self.config.restarts:
             run.restarts += 1
             self.listener("restart", {"target": run.label, "log": run.broker.log_tail(10)})
-            run.broker.recover()
+            try:
+                run.broker.recover()
+            except BrokerError as exc:  # it will not come back: the campaign ends, said why
+                self.stats.broker_down = f"{run.label} could not be restarted: {exc}"
+                return False
+            if run.runner is not None:
+                run.runner.close()
+            try:
+                run.runner = self._runner(run)
+            except ConnectionFailed:
+                continue  # down again already (another worker's case): once more
+            return True
+        return False
+
+    def _triage(self, run: TargetRun, results: list[Result], suspects: list[int]) -> list[Result]:
+        """Every case in flight when the broker went down failed the liveness oracle; one of
+        them did it. Each runs again alone, in order, on the restarted broker: one that brings
+        it down by itself keeps its failure (and the broker is restarted again); the others get
+        the verdict of their own run. If none does it alone, the crash needs cases side by side:
+        one failure says so, with a signature that names no case."""
+        if len(suspects) == 1:
+            return results
+        triaged = list(results)
+        guilty = False
+        for done, index in enumerate(suspects):
             assert run.runner is not None
-            run.runner.close()
-            run.runner = Runner(
-                run.target,
-                protocol=self.config.protocol,
-                timeout=self.config.timeout,
-                in_flight=self.config.in_flight,
-                broker=run.broker,
-                prefix=self.prefix,
-            ).start()
-        else:
-            self.stats.broker_down = f"{run.label} stopped accepting connections"
+            triaged[index] = solo = run.runner.run_alone(results[index].case)
+            if _went_down(solo):
+                guilty = True
+                if not self._restart(run):
+                    self.stats.broker_down = (
+                        self.stats.broker_down or f"{run.label} stopped accepting connections"
+                    )
+                    rest = suspects[done + 1 :]
+                    return _unattributed(
+                        triaged, rest, "it went down for good before they ran alone"
+                    )
+        if not guilty:
+            first = results[suspects[0]]
+            names = ", ".join(sorted({results[i].case.spec_ref for i in suspects}))
+            triaged[suspects[0]] = replace(
+                first,
+                failure=Failure(
+                    "liveness",
+                    "liveness:-:side-by-side:alive->broker-down",
+                    f"the broker went down with {len(suspects)} cases in flight, none of which"
+                    f" brings it down alone ({names}); this is the first of them",
+                ),
+            )
+        return triaged
 
     # -- records ---------------------------------------------------------------------------
 
@@ -433,3 +491,24 @@ def _text(value: object) -> str:
     if isinstance(value, bytes):
         return value.decode("utf-8", "replace")
     return "" if value is None else str(value)
+
+
+def _went_down(result: Result) -> bool:
+    return result.failure is not None and result.failure.oracle == "liveness"
+
+
+def _unattributed(results: list[Result], suspects: list[int], why: str) -> list[Result]:
+    """Cases that were in flight when the broker went down, not run again alone: each keeps a
+    liveness failure, under one signature (one crash), not one per case."""
+    if len(suspects) < 2:
+        return results
+    names = ", ".join(sorted({results[i].case.spec_ref for i in suspects}))
+    failure = Failure(
+        "liveness",
+        "liveness:-:unattributed:alive->broker-down",
+        f"the broker went down with {len(suspects)} cases in flight ({names}); {why}",
+    )
+    marked = list(results)
+    for index in suspects:
+        marked[index] = replace(results[index], failure=failure)
+    return marked

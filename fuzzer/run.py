@@ -28,6 +28,7 @@ from amqpfuzz.spec import FAMILY
 from .brokers import KINDS, Broker, detach, detached, stop_detached, throwaway
 from .campaign import Campaign, CampaignSettings, TargetRun
 from .console import BadInput, Progress, summary_table
+from .control import RemoteBroker, Restarts
 from .profiles import find_profile
 from .records import write_totals
 from .reproducers import load_reproducer, replay
@@ -49,7 +50,7 @@ class WorkerJob:
     prefix: str
     profile: str | None
     kind: str
-    broker_pid: int | None = None
+    broker: RemoteBroker | None = None  # the parent's throwaway broker, restartable on request
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -59,7 +60,7 @@ def _worker(job: WorkerJob, events: Any) -> None:
     def listen(event: str, data: dict[str, Any]) -> None:
         events.put((job.index, event, data))
 
-    runs = [TargetRun(t, profile_name=job.profile) for t in job.targets]
+    runs = [TargetRun(t, broker=job.broker, profile_name=job.profile) for t in job.targets]
     campaign = Campaign(
         runs,
         job.config,
@@ -221,14 +222,15 @@ def _run(
         shrink=not no_shrink,
     )
     with contextlib.ExitStack() as stack:
+        own: Broker | None = None
         if urls:
             targets = [
                 parse_target(u, allow_remote=allow_remote, ca_file=ca_file, verify=not insecure)
                 for u in urls
             ]
         else:
-            broker: Broker = stack.enter_context(throwaway(kind or "rabbitmq"))
-            targets = [parse_target(broker.url, label=f"throwaway {broker.kind}")]
+            own = stack.enter_context(throwaway(kind or "rabbitmq"))
+            targets = [parse_target(own.url, label=f"throwaway {own.kind}")]
         _preflight(targets, protocol, timeout)
         console.print(
             f"amqpfuzz run {run_id}: seed {seed}, {len(targets)} target(s): "
@@ -249,13 +251,18 @@ def _run(
             for i in range(workers)
         ]
         write_totals(out, run_id, protocol)
-        results = _supervise(jobs, console)
+        results = _supervise(jobs, console, own)
     return _summarize(results, console, seed)
 
 
-def _supervise(jobs: list[WorkerJob], console: Console) -> list[dict[str, Any]]:
+def _supervise(
+    jobs: list[WorkerJob], console: Console, broker: Broker | None
+) -> list[dict[str, Any]]:
     context = multiprocessing.get_context("spawn")
     events = context.Queue()
+    restarts = None if broker is None else Restarts(broker, context, events, len(jobs))
+    for job in jobs:
+        job.broker = None if restarts is None else restarts.handle(job.index)
     processes = [context.Process(target=_worker, args=(job, events), daemon=False) for job in jobs]
     for process in processes:
         process.start()
@@ -276,9 +283,10 @@ def _supervise(jobs: list[WorkerJob], console: Console) -> list[dict[str, Any]]:
                 elif event == "failure":
                     progress.note(f"failure: {data['signature']}")
                 elif event == "restart":
-                    progress.note(
-                        f"the broker went down and was restarted; its log ends:\n{data['log']}"
-                    )
+                    progress.note(f"the broker went down; its log ends:\n{data['log']}")
+                elif event == "recover" and restarts is not None:
+                    if restarts.serve(index, data):
+                        progress.note("the broker was restarted; fuzzing goes on")
                 elif event == "error":
                     progress.note(f"worker {index}: {data['message']}")
                     done[index] = {"error": data["message"]}

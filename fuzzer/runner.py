@@ -26,7 +26,7 @@ from amqpfuzz.spec import AmqpfuzzError
 from amqpfuzz.spec.codec import Frame, MethodFrame
 from amqpfuzz.strategies import Case
 
-from .brokers import Broker
+from .control import AnyBroker
 from .oracles import Failure, Observation, judge
 from .targets import Target
 from .transport import Connection, ConnectionFailed, Outcome
@@ -105,7 +105,7 @@ class Runner:
         timeout: float = 5.0,
         in_flight: int = 32,
         lanes: int = 2,
-        broker: Broker | None = None,
+        broker: AnyBroker | None = None,
         prefix: str = "",
         settle: float = 0.05,
         grace: float = 0.0,

@@ -126,3 +126,26 @@ def test_a_crashing_garagemq_is_restarted_and_the_crash_recorded(
     crashes = [r for r in records if r["failure"] and r["failure"]["oracle"] == "liveness"]
     assert crashes, collections.Counter(r["observed"]["outcome"] for r in records)
     assert "panic" in fresh_garagemq.log_tail(200) or "SIGSEGV" in fresh_garagemq.log_tail(200)
+
+
+def test_a_crash_is_pinned_on_the_case_that_does_it_alone(
+    fresh_garagemq: Broker, tmp_path: Path
+) -> None:
+    # valid cases run beside the crashing ones; each case in flight at a crash runs again alone
+    # on the restarted broker, so only the crashing operator keeps the liveness failure
+    _, records = campaign(
+        fresh_garagemq,
+        tmp_path,
+        max_examples=200,
+        operators=("string-overrun",),
+        valid_share=0.5,
+        restarts=4,
+    )
+    crashes = [r for r in records if r["failure"] and r["failure"]["oracle"] == "liveness"]
+    # the last crash (no restart left) is one signature for all the cases then in flight
+    pinned = [r for r in crashes if ":unattributed:" not in r["failure"]["signature"]]
+    assert pinned, collections.Counter(r["failure"]["signature"] for r in crashes)
+    blamed = collections.Counter(r["mutation"] or r["spec_ref"] for r in pinned)
+    assert set(blamed) == {"string-overrun"}, blamed
+    judged = [r for r in records if r["mutation"] is None and r not in crashes]
+    assert judged, "no valid case was judged on its own"

@@ -232,6 +232,23 @@ def test_workers_write_one_record_file_each(rabbitmq: Broker, tmp_path: Path) ->
     assert len(seeds) == 2
 
 
+def test_a_throwaway_broker_that_crashes_is_restarted_for_the_workers(tmp_path: Path) -> None:
+    # the broker lives in the command's process, the campaigns in worker processes
+    done = amqpfuzz(
+        "run", "--broker", "garagemq", "--operators", "string-overrun", "--valid-share", "0",
+        "--max-examples", "100", "--workers", "2", "--no-shrink", "--out", str(tmp_path),
+    )  # fmt: skip
+    assert done.returncode == 1, done.stderr
+    assert "the broker was restarted" in done.stdout
+    crashes = [
+        r
+        for r in records_in(tmp_path)
+        if r["failure"] and r["failure"]["oracle"] == "liveness"  # type: ignore[index]
+    ]
+    pinned = [r for r in crashes if ":unattributed:" not in r["failure"]["signature"]]  # type: ignore[index]
+    assert pinned and all(r["mutation"] == "string-overrun" for r in pinned)
+
+
 def test_throwaway_broker_commands(tmp_path: Path) -> None:
     env = {**os.environ, "AMQPFUZZ_STATE": str(tmp_path / "state")}
     started = subprocess.run(
