@@ -108,6 +108,8 @@ class FuzzFailed(ItemFailure):
         ]
         if self.reproducer:
             lines.append(f"replay:    amqpfuzz replay {self.reproducer}")
+            if self.label.startswith("throwaway"):
+                lines.append("           (with --url URL: the throwaway broker ended with the run)")
         return "\n".join(lines)
 
 

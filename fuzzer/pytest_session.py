@@ -104,6 +104,7 @@ class AmqpSession:
                 worker=f"{self.worker}-scenarios",
             )
             run.start()
+            write_totals(self.out, self.options.run_id)
             self._conformance = run
         return self._conformance
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from amqpfuzz.fuzzer.brokers import free_port
+from amqpfuzz.fuzzer.brokers import free_port, throwaway
 from amqpfuzz.fuzzer.reproducers import load_reproducer
 
 pytestmark = pytest.mark.slow
@@ -168,6 +168,7 @@ def test_a_failing_fuzz_item_names_its_frames_and_reproducer(project: pytest.Pyt
             "frames (the smallest case Hypothesis found):",
             "  frame-end [[]*",
             "replay:    amqpfuzz replay *.json",
+            "           (with --url URL: the throwaway broker ended with the run)",
         ]
     )
     line = next(x for x in result.outlines if x.startswith("replay:"))
@@ -221,6 +222,7 @@ def test_fixtures_in_a_users_own_tests(project: pytest.Pytester) -> None:
     )
     result = project.runpytest(*BASE)
     result.assert_outcomes(passed=3)
+    result.stdout.fnmatch_lines(["amqpfuzz: targets throwaway garagemq", "amqpfuzz: seed *"])
 
 
 def test_a_broker_that_is_down_is_one_error_with_workers(pytester: pytest.Pytester) -> None:
@@ -232,3 +234,24 @@ def test_a_broker_that_is_down_is_one_error_with_workers(pytester: pytest.Pytest
     assert "Traceback" not in text
     errors = [line for line in text.splitlines() if line.startswith("ERROR:")]
     assert len(errors) == 1 and "cannot connect" in errors[0], text
+
+
+def test_several_targets_give_an_item_per_target_and_compare_fuzz_reactions(
+    project: pytest.Pytester,
+) -> None:
+    with throwaway("garagemq") as other:
+        result = project.runpytest(
+            *BASE, "--amqp-url", other.url, "--amqp-scenarios", "--amqp-fuzz", "-rA",
+            "-k", "mandatory/01 or (method and basic.qos)",
+        )  # fmt: skip
+    result.assert_outcomes(passed=3)
+    result.stdout.fnmatch_lines_random(
+        [
+            f"PASSED amqpfuzz::scenarios::0-9-1::basic.publish/mandatory/01[[]127.0.0.1:{other.port}[]]",
+            "PASSED amqpfuzz::scenarios::0-9-1::basic.publish/mandatory/01[[]throwaway garagemq[]]",
+            "PASSED amqpfuzz::fuzz::method::basic.qos",
+        ]
+    )
+    assert f"amqpfuzz: targets amqp://guest@127.0.0.1:{other.port}/%2F, throwaway garagemq" in (
+        result.stdout.str()
+    )
