@@ -1,10 +1,13 @@
 """The round-trip ceiling the benchmarks compare with: synchronous basic.qos/qos-ok round trips
 per second over one raw socket (our codec, TCP_NODELAY) after the handshake. Any client that
-waits for each answer is bounded by it."""
+waits for each answer is bounded by it. Also what the broker benchmarks share: their options and
+best-of-rounds."""
 
 from __future__ import annotations
 
+import argparse
 import time
+from collections.abc import Callable, Sequence
 
 from amqpfuzz.fuzzer.targets import parse_target
 from amqpfuzz.fuzzer.transport import Connection
@@ -31,3 +34,15 @@ def round_trip_rate(url: str, calls: int) -> float:
         return calls / (time.perf_counter() - start)
     finally:
         connection.close()
+
+
+def options(doc: str, argv: Sequence[str] | None) -> argparse.Namespace:
+    """``--quick`` (a smoke test) and ``--rounds`` (each figure is the best of them)."""
+    parser = argparse.ArgumentParser(description=doc.split("\n", 1)[0])
+    parser.add_argument("--quick", action="store_true", help="a very short run (smoke test)")
+    parser.add_argument("--rounds", type=int, default=3)
+    return parser.parse_args(argv)
+
+
+def best(fn: Callable[[], float], rounds: int) -> float:
+    return max(fn() for _ in range(rounds))

@@ -19,16 +19,15 @@ Nothing here asserts anything about timing.
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
-from roundtrip import round_trip_rate
+from roundtrip import best, options, round_trip_rate
 
 from amqpfuzz import strategies as afs
 from amqpfuzz.fuzzer.brokers import throwaway
@@ -80,15 +79,8 @@ def generation_rate(kind: str, examples: int) -> float:
     return count / (time.perf_counter() - start)
 
 
-def best(fn: Callable[[], float], rounds: int) -> float:
-    return max(fn() for _ in range(rounds))
-
-
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
-    parser.add_argument("--quick", action="store_true", help="a very short run (smoke test)")
-    parser.add_argument("--rounds", type=int, default=3)
-    args = parser.parse_args(argv)
+    args = options(__doc__, argv)
     rounds, examples, calls = (1, 2, 200) if args.quick else (max(1, args.rounds), 60, 5000)
 
     with throwaway("rabbitmq") as broker:

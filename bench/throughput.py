@@ -20,20 +20,19 @@ the best of a few rounds. One JSON line per figure; the ratios carry their targe
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import json
 import random
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import pika
 import pika.exceptions
 from hypothesis.control import BuildContext
 from hypothesis.internal.conjecture.data import ConjectureData
-from roundtrip import round_trip_rate
+from roundtrip import best, options, round_trip_rate
 
 from amqpfuzz import strategies as afs
 from amqpfuzz.fuzzer.brokers import throwaway
@@ -140,15 +139,8 @@ def naive_connection_rate(url: str, count: int) -> float:
     return count / (time.perf_counter() - start)
 
 
-def best(fn: Callable[[], float], rounds: int) -> float:
-    return max(fn() for _ in range(rounds))
-
-
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
-    parser.add_argument("--quick", action="store_true", help="a very short run (smoke test)")
-    parser.add_argument("--rounds", type=int, default=3)
-    args = parser.parse_args(argv)
+    args = options(__doc__, argv)
     rounds, cases, naive = (1, 100, 30) if args.quick else (max(1, args.rounds), 2000, 300)
 
     with throwaway("rabbitmq") as broker:

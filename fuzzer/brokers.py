@@ -41,6 +41,7 @@ __all__ = [
     "detach",
     "detached",
     "free_port",
+    "log_tail",
     "stop_detached",
     "throwaway",
 ]
@@ -59,6 +60,15 @@ def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return int(probe.getsockname()[1])
+
+
+def log_tail(path: Path, lines: int = 20) -> str:
+    """The last lines of a broker's log."""
+    try:
+        text = path.read_text(errors="replace")
+    except OSError:
+        return "(no log)"
+    return "\n".join(text.splitlines()[-lines:])
 
 
 def _answers_amqp(port: int) -> bool:
@@ -177,11 +187,7 @@ class Broker:
             shutil.rmtree(self.directory, ignore_errors=True)
 
     def log_tail(self, lines: int = 20) -> str:
-        try:
-            text = self.log_path.read_text(errors="replace")
-        except OSError:
-            return "(no log)"
-        return "\n".join(text.splitlines()[-lines:])
+        return log_tail(self.log_path, lines)
 
     def __enter__(self) -> Broker:
         return self.start() if self.process is None else self

@@ -34,7 +34,7 @@ from .profiles import Profile, find_profile
 from .records import RecordWriter, record
 from .reproducers import write_reproducer
 from .runner import Result, Runner
-from .targets import Target
+from .targets import TargetInfo
 from .transport import ConnectionFailed
 
 __all__ = ["Campaign", "CampaignSettings", "Stats", "TargetRun"]
@@ -61,32 +61,14 @@ class CampaignSettings:
 
 
 @dataclass
-class TargetRun:
+class TargetRun(TargetInfo):
     """One target of a campaign: where, its runner, and what it told us about itself."""
 
-    target: Target
     broker: AnyBroker | None = None
     profile_name: str | None = None
     runner: Runner | None = None
     profile: Profile | None = None
-    product: str = ""
-    version: str = ""
     restarts: int = 0
-
-    @property
-    def label(self) -> str:
-        return self.target.label or (
-            f"{self.product} {self.version}".strip() or self.target.safe_url
-        )
-
-    def as_record(self, protocol: str) -> dict[str, str]:
-        return {
-            "label": self.label,
-            "url": self.target.safe_url,
-            "product": self.product,
-            "version": self.version,
-            "protocol": protocol,
-        }
 
 
 @dataclass

@@ -28,7 +28,7 @@ from .brokers import Broker
 from .player import Played, Player, describe, observed
 from .profiles import Profile, find_profile
 from .records import RecordWriter, record
-from .targets import Target
+from .targets import Target, TargetInfo
 from .transport import Connection, ConnectionFailed, Outcome
 
 __all__ = ["ConformanceRun", "ScenarioTarget", "Verdict", "failing", "serves"]
@@ -44,34 +44,16 @@ def failing(verdicts: Iterable[Verdict]) -> list[Verdict]:
 
 
 @dataclass
-class ScenarioTarget:
+class ScenarioTarget(TargetInfo):
     """A target of a conformance run and what it told us about itself."""
 
-    target: Target
     broker: Broker | None = None
     profile_name: str | None = None
-    product: str = ""
-    version: str = ""
     profile: Profile | None = None
     unsupported: dict[str, str] = field(default_factory=dict)  # protocol -> why not
     gone: str = ""  # why a broker we cannot restart stopped serving
     generation: int = 0  # restarts after the broker stopped serving
     lock: threading.Lock = field(default_factory=threading.Lock)
-
-    @property
-    def label(self) -> str:
-        return self.target.label or (
-            f"{self.product} {self.version}".strip() or self.target.safe_url
-        )
-
-    def as_record(self, protocol: str) -> dict[str, str]:
-        return {
-            "label": self.label,
-            "url": self.target.safe_url,
-            "product": self.product,
-            "version": self.version,
-            "protocol": protocol,
-        }
 
 
 @dataclass

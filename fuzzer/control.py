@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .brokers import Broker, BrokerError
+from .brokers import Broker, BrokerError, log_tail
 
 __all__ = ["AnyBroker", "RemoteBroker", "Restarts"]
 
@@ -47,11 +47,7 @@ class RemoteBroker:
         return not _running(self.pid)
 
     def log_tail(self, lines: int = 20) -> str:
-        try:
-            text = self.log_path.read_text(errors="replace")
-        except OSError:
-            return "(no log)"
-        return "\n".join(text.splitlines()[-lines:])
+        return log_tail(self.log_path, lines)
 
     def recover(self) -> RemoteBroker:
         """Ask the parent to restart the broker (unless another worker already had it

@@ -15,7 +15,7 @@ from urllib.parse import unquote, urlsplit
 
 from amqpfuzz.spec import AmqpfuzzError
 
-__all__ = ["Target", "TargetError", "parse_target"]
+__all__ = ["Target", "TargetError", "TargetInfo", "parse_target"]
 
 
 class TargetError(AmqpfuzzError):
@@ -70,6 +70,32 @@ class Target:
             context.check_hostname = False
             context.verify_mode = ssl.CERT_NONE
         return context
+
+
+@dataclass
+class TargetInfo:
+    """A target and what it said of itself in ``connection.start`` (campaigns and conformance
+    runs extend it with what they keep per target)."""
+
+    target: Target
+    product: str = ""
+    version: str = ""
+
+    @property
+    def label(self) -> str:
+        return self.target.label or (
+            f"{self.product} {self.version}".strip() or self.target.safe_url
+        )
+
+    def as_record(self, protocol: str) -> dict[str, str]:
+        """The record contract's ``target`` field."""
+        return {
+            "label": self.label,
+            "url": self.target.safe_url,
+            "product": self.product,
+            "version": self.version,
+            "protocol": protocol,
+        }
 
 
 def parse_target(

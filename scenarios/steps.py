@@ -250,11 +250,16 @@ class StepChecker:
             "variable) so that a run touches only what it created",
         )
 
-    def arguments(self, method: Method, value: object, line: int) -> None:
+    def arguments(
+        self, method: Method, value: object, line: int, *, expected: bool = False
+    ) -> None:
+        """The arguments a step sends (``expected``: the fields a reply is expected to have,
+        which may be matchers and name anything)."""
         if value is None:
             return
         if not isinstance(value, Located):
-            self.fail(line, f"arguments of {method.full_name} are a mapping of its fields")
+            what = "fields" if expected else "arguments"
+            self.fail(line, f"{what} of {method.full_name} are a mapping of its fields")
         fields = {f.attr: f for f in method.fields}
         for key, item in value.items():
             at = value.line_of(str(key))
@@ -262,7 +267,14 @@ class StepChecker:
                 self.fail(
                     at, f"{method.full_name} has no field {key!r}; it has {', '.join(fields)}"
                 )
-            self.value(item, fields[key], at, f"{method.full_name} {key}")
+            what = f"{method.full_name} {key}"
+            if not expected:
+                self.value(item, fields[key], at, what)
+            elif isinstance(item, dict) and len(item) == 1 and next(iter(item)) in MATCHERS:
+                ((matcher, argument),) = item.items()
+                self._matcher(str(matcher), argument, fields[str(key)], at, what)
+            else:
+                self.value(item, fields[str(key)], at, what, names=False)
 
     def properties(self, value: object, class_name: str, line: int) -> None:
         if value is None:
@@ -410,7 +422,7 @@ class StepChecker:
             method = self.method(value, "reply", "server")
             self.handshake(method, connection, value.line_of("reply"))
             self.channel(value, connection, zero=method.class_name == "connection")
-            self._fields(method, value.get("fields"), value.line_of("fields"))
+            self.arguments(method, value.get("fields"), value.line_of("fields"), expected=True)
             self._save(method, value.get("save"), value.line_of("save"))
         elif mode == "close":
             self.close_code(value["close"], value.get("code"), value.line_of("close"))
@@ -423,25 +435,6 @@ class StepChecker:
             if "channel" in value:
                 self.channel(value, connection)
         return ()
-
-    def _fields(self, method: Method, value: object, line: int) -> None:
-        if value is None:
-            return
-        if not isinstance(value, Located):
-            self.fail(line, f"fields of {method.full_name} are a mapping of its fields")
-        fields = {f.attr: f for f in method.fields}
-        for key, item in value.items():
-            at = value.line_of(str(key))
-            if key not in fields:
-                self.fail(
-                    at, f"{method.full_name} has no field {key!r}; it has {', '.join(fields)}"
-                )
-            what = f"{method.full_name} {key}"
-            if isinstance(item, dict) and len(item) == 1 and next(iter(item)) in MATCHERS:
-                ((matcher, argument),) = item.items()
-                self._matcher(str(matcher), argument, fields[str(key)], at, what)
-            else:
-                self.value(item, fields[str(key)], at, what, names=False)
 
     def _matcher(self, matcher: str, argument: object, field: Field, line: int, what: str) -> None:
         if matcher == "has_keys":

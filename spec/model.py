@@ -13,9 +13,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
 
 __all__ = [
     "PRIMITIVE_TYPES",
+    "ZERO_VALUES",
     "AmqpClass",
     "Assert",
     "Constant",
@@ -40,6 +43,23 @@ PRIMITIVE_TYPES = (
     "timestamp",
     "table",
     "content",
+)
+
+# The zero value of each wire type: what a reserved field carries, and what an argument left
+# out is encoded as.
+ZERO_VALUES: Mapping[str, Any] = MappingProxyType(
+    {
+        "bit": False,
+        "octet": 0,
+        "short": 0,
+        "long": 0,
+        "longlong": 0,
+        "shortstr": "",
+        "longstr": b"",
+        "timestamp": 0,
+        "table": {},
+        "content": (0, b""),
+    }
 )
 
 

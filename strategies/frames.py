@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from amqpfuzz.spec import Field, Method, Spec
 from amqpfuzz.spec.asserts import assert_limits
 from amqpfuzz.spec.codec import ContentBody, ContentHeader, Frame, MethodFrame
+from amqpfuzz.spec.model import ZERO_VALUES
 
 from .source import NAME_ALPHABET, Gen, Source, field_generator
 
@@ -43,18 +44,7 @@ BLOB = 192
 # only ever touches what it created; routing keys get the prefix too, since the default
 # exchange routes by queue name.
 ENTITY_DOMAINS = frozenset({"queue-name", "exchange-name"})
-ZERO: dict[str, Any] = {
-    "bit": False,
-    "octet": 0,
-    "short": 0,
-    "long": 0,
-    "longlong": 0,
-    "timestamp": 0,
-    "shortstr": "",
-    "longstr": b"",
-    "table": {},
-    "content": (0, b""),
-}
+ZERO = ZERO_VALUES  # what a reserved field carries
 
 
 def blobs(size: int = BLOB) -> st.SearchStrategy[bytes]:

@@ -25,6 +25,7 @@ from amqpfuzz.spec import Field
 from amqpfuzz.spec.asserts import limits
 from amqpfuzz.spec.codec import FieldValue
 from amqpfuzz.spec.codec.tables import DIALECTS
+from amqpfuzz.spec.model import ZERO_VALUES
 
 __all__ = [
     "INT_WIDTHS",
@@ -46,15 +47,6 @@ _TEXT = NAME_ALPHABET + " /#*$!?" + "éßж中日本😀𝄞"
 # Patterns we generate from directly: a literal prefix, then any number of one character class.
 _PREFIXED_CLASS = re.compile(r"^([^\[\]\\*+?(){}|.^$]*)(\[[^\]]+\])([*+])$")
 _EDGE = 96  # a selector byte below this picks a boundary value
-_ZEROES: dict[str, Any] = {
-    "octet": 0,
-    "short": 0,
-    "long": 0,
-    "longlong": 0,
-    "timestamp": 0,
-    "shortstr": "",
-    "longstr": b"",
-}
 
 
 class Source:
@@ -247,8 +239,8 @@ def type_generator(wire: str, asserts: tuple[Any, ...], dialect: str, typed: boo
     notnull, max_length, pattern = found.notnull, found.max_length, found.pattern
     if wire == "bit":
         return lambda src: bool(src.byte() & 1)
-    if found.null and wire in _ZEROES:  # a field kept for later: it must stay empty
-        zero = _ZEROES[wire]
+    if found.null and wire in ZERO_VALUES:  # a field kept for later: it must stay empty
+        zero = ZERO_VALUES[wire]
         return lambda src: zero
     if wire in INT_WIDTHS and found.choices is not None:
         choices = found.choices

@@ -22,7 +22,7 @@ from ..errors import (
     UnexpectedFrameError,
     UnknownMethodError,
 )
-from ..model import AmqpClass, Method, Spec
+from ..model import ZERO_VALUES, AmqpClass, Method, Spec
 from ..protocols import DEFAULT_PROTOCOL, load
 from .compile import Decoder, Encoder, PropertiesCodec, compile_method
 from .frames import ContentBody, ContentHeader, Frame, Heartbeat, MethodFrame, ProtocolHeader
@@ -33,18 +33,6 @@ __all__ = ["Codec", "codec_for"]
 _FRAME_HEADER = struct.Struct(">BHI")
 _IDS = struct.Struct(">HH")
 _CONTENT = struct.Struct(">HHQ")
-_DEFAULTS = {
-    "bit": False,
-    "octet": 0,
-    "short": 0,
-    "long": 0,
-    "longlong": 0,
-    "timestamp": 0,
-    "shortstr": "",
-    "longstr": b"",
-    "table": {},
-    "content": (0, b""),
-}
 
 
 class Codec:
@@ -98,7 +86,7 @@ class Codec:
             if fld.attr in arguments:
                 values.append(arguments.pop(fld.attr))
             else:
-                values.append(_DEFAULTS[fld.type])
+                values.append(ZERO_VALUES[fld.type])
         if arguments:
             unknown = ", ".join(sorted(arguments))
             raise LocalProtocolError(f"{method.full_name} has no field {unknown}")

@@ -55,7 +55,7 @@ from amqpfuzz.spec.codec import (
     codec_for,
 )
 from amqpfuzz.spec.errors import LocalProtocolError
-from amqpfuzz.spec.model import Field, Method
+from amqpfuzz.spec.model import ZERO_VALUES, Field, Method
 
 # pamqp warns when basic.recover-async is built; that is the point of building it here.
 pytestmark = pytest.mark.filterwarnings("ignore:This command is deprecated:DeprecationWarning")
@@ -77,18 +77,6 @@ _COMMON_SETTINGS = {
 METHOD_SETTINGS = settings(max_examples=25, **_COMMON_SETTINGS)
 FRAME_SETTINGS = settings(max_examples=150, **_COMMON_SETTINGS)
 
-# The zero value of each wire type: what a reserved field carries.
-ZERO: dict[str, Any] = {
-    "bit": False,
-    "octet": 0,
-    "short": 0,
-    "long": 0,
-    "longlong": 0,
-    "timestamp": 0,
-    "shortstr": "",
-    "longstr": b"",
-    "table": {},
-}
 WIDTH = {"octet": 8, "short": 16, "long": 32, "longlong": 64, "timestamp": 64}
 
 # -- field names ------------------------------------------------------------------------------
@@ -471,7 +459,7 @@ def method_field(method: Method, attr: str) -> Field:
 
 
 def _expected(method: Method, args: dict[str, Any]) -> list[Any]:
-    return [norm(f.type, args.get(f.attr, ZERO[f.type])) for f in method.fields]
+    return [norm(f.type, args.get(f.attr, ZERO_VALUES[f.type])) for f in method.fields]
 
 
 def _check_our_decoding(method: Method, channel: int, data: bytes, args: dict[str, Any]) -> None:
