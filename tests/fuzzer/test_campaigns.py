@@ -128,6 +128,22 @@ def test_a_crashing_garagemq_is_restarted_and_the_crash_recorded(
     assert "panic" in fresh_garagemq.log_tail(200) or "SIGSEGV" in fresh_garagemq.log_tail(200)
 
 
+def test_garagemq_meets_malformed_frames_as_its_profile_records(
+    fresh_garagemq: Broker, tmp_path: Path
+) -> None:
+    # every operator, GarageMQ's own profile (chosen by the product it announces): what is not
+    # a crash is a deviation the profile names, so a campaign on it reports only what is new
+    _, records = campaign(fresh_garagemq, tmp_path, max_examples=300, valid_share=0.0, restarts=30)
+    outside = collections.Counter(
+        r["failure"]["signature"]
+        for r in records
+        if r["verdict"] == "fail" and r["failure"]["oracle"] != "liveness"
+    )
+    assert not outside, outside
+    xfails = [r for r in records if r["verdict"] == "xfail"]
+    assert len({r["mutation"] for r in xfails}) >= 10 and all(r["deviation"] for r in xfails)
+
+
 def test_a_crash_is_pinned_on_the_case_that_does_it_alone(
     fresh_garagemq: Broker, tmp_path: Path
 ) -> None:
