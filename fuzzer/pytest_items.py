@@ -224,7 +224,9 @@ class FuzzItem(AmqpItem):
             case_holds()
         except BaseException as exc:
             found = _failure_in(exc)
-            if isinstance(found, FuzzFailed):
+            if isinstance(found, Divergence):
+                self.properties(verdict="fail", observed=found.reactions)
+            elif isinstance(found, FuzzFailed):
                 self.properties(
                     verdict="fail",
                     expected=found.case.expected,

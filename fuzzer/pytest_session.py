@@ -135,8 +135,8 @@ class AmqpSession:
         return self._campaign
 
     def _listen(self, event: str, data: dict[str, Any]) -> None:
-        if event == "failure":
-            self.failures.setdefault((data["target"], data["signature"]), data["reproducer"])
+        if event == "failure":  # the latest: Hypothesis replays the smallest case last
+            self.failures[(data["target"], data["signature"])] = data["reproducer"]
 
     def close(self) -> None:
         """Move the record files into place, delete what the run declared, stop the broker."""

@@ -174,6 +174,8 @@ def test_a_failing_fuzz_item_names_its_frames_and_reproducer(project: pytest.Pyt
     line = next(x for x in result.outlines if x.startswith("replay:"))
     reproducer = load_reproducer(line.split()[-1])
     assert reproducer["failure"]["signature"].startswith("reaction:-:frame-end:")
+    shown = result.outlines.index("frames (the smallest case Hypothesis found):")
+    assert reproducer["case"].splitlines()[0] == result.outlines[shown + 1].strip()
 
 
 def test_a_profile_signature_makes_a_fuzz_item_xfail(project: pytest.Pytester) -> None:
