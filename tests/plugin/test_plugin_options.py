@@ -139,3 +139,27 @@ def test_seed_last_reuses_the_previous_run(pytester: pytest.Pytester) -> None:
     assert "seed 4242 " in _seed_line(pytester.runpytest("--amqp-seed", "last"))
     fresh = _seed_line(pytester.runpytest_subprocess("--amqp-seed", "last", "-n", "2"))
     assert "seed 4242 " in fresh
+
+
+def test_a_project_with_folders_named_like_ours(pytester: pytest.Pytester) -> None:
+    """A broker project's own spec/, strategies/ and fuzzer/ packages neither shadow amqpfuzz's
+    (installed as amqpfuzz.*) nor are shadowed when the plugin loads."""
+    for name in ("spec", "strategies", "fuzzer"):
+        pytester.mkpydir(name).joinpath("mine.py").write_text(f"WHO = {name!r}\n")
+    pytester.makepyfile(
+        """
+        from hypothesis import given
+        from amqpfuzz.strategies import domain_values
+        from spec.mine import WHO
+
+        def test_ours_and_theirs():
+            assert WHO == "spec"
+
+        @given(domain_values("queue-name"))
+        def test_a_strategy(name):
+            assert len(name) <= 127
+        """
+    )
+    result = pytester.runpytest_subprocess("--amqp-seed", "5", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(["amqpfuzz: seed 5 *"])
