@@ -9,7 +9,8 @@ reads every value from one drawn blob of bytes.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Sequence
+import re
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from hypothesis import strategies as st
@@ -68,21 +69,58 @@ def _prefixed(fld: Field, prefix: str) -> Gen:
     return gen
 
 
-def _field_gen(fld: Field, dialect: str, typed: bool, prefix: str | None) -> Gen:
+# "The server MUST implement these standard exchange types: fanout, direct." (a class's rule)
+_STANDARD = re.compile(r"standard \w+ types: ([\w, -]+)\.")
+
+
+@functools.cache
+def standard_types(spec: Spec) -> Mapping[str, tuple[str, ...]]:
+    """The types each class's rules name as standard (0-9-1: the exchange types fanout,
+    direct, topic and headers), by class name."""
+    found: dict[str, dict[str, None]] = {}
+    for cls in spec.classes:
+        for rule in cls.rules:
+            for match in _STANDARD.finditer(rule.doc):
+                names = (v.strip() for v in match.group(1).split(","))
+                found.setdefault(cls.name, {}).update(dict.fromkeys(n for n in names if n))
+    return {name: tuple(types) for name, types in found.items()}
+
+
+def _one_of(types: tuple[str, ...], free: Gen) -> Gen:
+    """Mostly a standard type (the first for a zero read), sometimes any string: a type the
+    server does not implement is refused as the class's rules say."""
+
+    def gen(src: Source) -> Any:
+        pick = src.below(len(types) + 1)
+        return types[pick] if pick < len(types) else free(src)
+
+    return gen
+
+
+def _field_gen(
+    fld: Field, dialect: str, typed: bool, prefix: str | None, types: tuple[str, ...] = ()
+) -> Gen:
     if fld.reserved:
         zero = ZERO[fld.type]
         return lambda src: zero
     if prefix is not None and (fld.domain in ENTITY_DOMAINS or fld.name == "routing-key"):
         return _prefixed(fld, prefix)
+    if types and fld.name == "type" and fld.type == "shortstr":
+        return _one_of(types, field_generator(fld, dialect, typed))
     return field_generator(fld, dialect, typed)
 
 
 @functools.lru_cache(maxsize=4096)
 def argument_builder(
-    method: Method, dialect: str = "rabbit", typed: bool = False, prefix: str | None = None
+    method: Method,
+    dialect: str = "rabbit",
+    typed: bool = False,
+    prefix: str | None = None,
+    types: tuple[str, ...] = (),
 ) -> Callable[[Source], tuple[Any, ...]]:
-    """Reads one value per field of ``method`` from a source, in field order."""
-    gens = [_field_gen(f, dialect, typed, prefix) for f in method.fields]
+    """Reads one value per field of ``method`` from a source, in field order; a field named
+    ``type`` takes mostly one of ``types`` (the standard types of the method's class)."""
+    gens = [_field_gen(f, dialect, typed, prefix, types) for f in method.fields]
     return lambda src: tuple(gen(src) for gen in gens)
 
 
@@ -212,7 +250,10 @@ def sequence_builder(
 ) -> Callable[[Source], list[Frame]]:
     """Reads a method of ``methods`` from a source, its arguments, then its content."""
     choices = tuple(methods)
-    builders = {m: argument_builder(m, dialect, False, prefix) for m in choices}
+    types = standard_types(spec)
+    builders = {
+        m: argument_builder(m, dialect, False, prefix, types.get(m.class_name, ())) for m in choices
+    }
 
     def build(src: Source) -> list[Frame]:
         method = choices[src.below(len(choices))]
