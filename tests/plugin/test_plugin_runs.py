@@ -262,3 +262,20 @@ def test_several_targets_give_an_item_per_target_and_compare_fuzz_reactions(
     assert f"amqpfuzz: targets amqp://guest@127.0.0.1:{other.port}/%2F, throwaway garagemq" in (
         result.stdout.str()
     )
+
+
+def test_the_ini_file_alone_configures_a_run(
+    project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Broker, scenarios and results from the ini file; its paths are relative to it."""
+    project.makeini(
+        "[pytest]\namqp_broker = garagemq\namqp_scenarios = yes\namqp_results = out\n"
+        "amqp_profile = garagemq.toml\n"
+    )
+    elsewhere = project.mkdir("elsewhere")
+    monkeypatch.chdir(elsewhere)
+    result = project.runpytest(str(project.path), "-p", "no:cacheprovider", "-k", "mandatory/01")
+    result.assert_outcomes(passed=1)
+    (records,) = (project.path / "out").glob("records-*-scenarios.jsonl")
+    (line,) = records.read_text().splitlines()
+    assert json.loads(line)["spec_ref"] == "basic.publish/mandatory/01"
