@@ -2,10 +2,10 @@
 
 What is measured
     *Generation*: cases drawn per second by Hypothesis from ``amqpfuzz.strategies`` the way a
-    campaign draws them, batches of cases per test example, with the generate phase only (no
-    shrinking, no database), for a valid mix (``frame_sequences``: any client method with its
-    content) and a malformed mix (``malformed_cases``: every operator), each case encoded to
-    its bytes as the fuzzer would send it.
+    campaign draws them (``fuzz_batches``: a batch of cases per test example), with the
+    generate phase only (no shrinking, no database), for a valid mix (``valid_share=1``: any
+    channel-level client method with its content) and a malformed mix (``valid_share=0``:
+    every operator), each case rendered to the bytes the fuzzer sends.
 
     *Round trip*: synchronous ``basic.qos``/``qos-ok`` round trips per second over one raw
     socket (our codec, TCP_NODELAY) to a throwaway RabbitMQ started by this script: the ceiling
@@ -26,12 +26,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from hypothesis import HealthCheck, Phase, given, settings
-from hypothesis import strategies as st
 from roundtrip import best, options, round_trip_rate
 
 from amqpfuzz import strategies as afs
 from amqpfuzz.fuzzer.brokers import throwaway
-from amqpfuzz.spec.codec import codec_for
 
 BATCH = 50
 TARGET = 1.0
@@ -45,19 +43,8 @@ def emit(figure: str, value: float, **extra: Any) -> None:
 
 
 def generation_rate(kind: str, examples: int) -> float:
-    """Cases per second drawn (and rendered to bytes) in batches of BATCH per example."""
-    codec = codec_for()
-    if kind == "valid":
-        cases: st.SearchStrategy[Any] = afs.frame_sequences(frame_max=131072)
-
-        def render(case: Any) -> bytes:
-            return codec.encode_all(case)
-    else:
-        cases = afs.malformed_cases(frame_max=131072)
-
-        def render(case: Any) -> bytes:
-            return bytes(case.render(1))
-
+    """Cases per second drawn and rendered to bytes, in batches of BATCH per example."""
+    share = 1.0 if kind == "valid" else 0.0
     count = 0
 
     @settings(
@@ -67,11 +54,11 @@ def generation_rate(kind: str, examples: int) -> float:
         phases=[Phase.generate],
         suppress_health_check=list(HealthCheck),
     )
-    @given(st.lists(cases, min_size=BATCH, max_size=BATCH))
+    @given(afs.fuzz_batches(BATCH, valid_share=share, frame_max=131072))
     def draw(batch: list[Any]) -> None:
         nonlocal count
         for case in batch:
-            render(case)
+            bytes(case.render(1))
         count += len(batch)
 
     start = time.perf_counter()

@@ -1,8 +1,9 @@
 """Fuzz campaigns: Hypothesis draws batches of cases, the runner sends them, records are written.
 
-One :class:`Campaign` drives one worker process. Hypothesis generates batches of cases from
-:func:`amqpfuzz.strategies.fuzz_cases` (generation only: a campaign never stops at its first
-failure). Each batch runs on every target; every case becomes a record; a failure writes a
+One :class:`Campaign` drives one worker process. Hypothesis generates batches of cases
+(:func:`amqpfuzz.strategies.fuzz_batches`: each case built from a blob, as
+:func:`~amqpfuzz.strategies.fuzz_cases` builds it; generation only: a campaign never stops at
+its first failure). Each batch runs on every target; every case becomes a record; a failure writes a
 reproducer; a failure a profile documents is an ``xfail``. Where several targets react
 differently to the same case, a ``differential`` record names each reaction. When the budget
 is spent, each new failure signature is shrunk by Hypothesis (its drawn blob is replayed and
@@ -25,7 +26,7 @@ from hypothesis import seed as hypothesis_seed
 from hypothesis import strategies as st
 from hypothesis.database import InMemoryExampleDatabase, choices_to_bytes
 
-from amqpfuzz.strategies import Case, fuzz_cases
+from amqpfuzz.strategies import Case, fuzz_batches, fuzz_cases
 
 from .brokers import BrokerError
 from .control import AnyBroker
@@ -152,14 +153,17 @@ class Campaign:
         ).start()
 
     def cases(self) -> st.SearchStrategy[Case]:
-        frame_max = min(run.runner.frame_max for run in self.targets if run.runner)
-        return fuzz_cases(
-            self.config.operators,
-            valid_share=self.config.valid_share,
-            protocol=self.config.protocol,
-            frame_max=frame_max,
-            prefix=self.prefix,
-        )
+        """One case at a time (what a failing case shrinks through)."""
+        return fuzz_cases(**self._case_options())
+
+    def _case_options(self) -> dict[str, Any]:
+        return {
+            "operators": self.config.operators,
+            "valid_share": self.config.valid_share,
+            "protocol": self.config.protocol,
+            "frame_max": min(run.runner.frame_max for run in self.targets if run.runner),
+            "prefix": self.prefix,
+        }
 
     # -- the campaign ----------------------------------------------------------------------
 
@@ -175,19 +179,19 @@ class Campaign:
 
     def _generate(self) -> None:
         batch = self.config.batch
-        batches = math.ceil(self.config.max_examples / batch) if self.config.max_examples else 10**9
-        cases = self.cases()
+        count = math.ceil(self.config.max_examples / batch) if self.config.max_examples else 10**9
+        batches = fuzz_batches(batch, **self._case_options())
 
         @hypothesis_seed(self.config.seed)
         @settings(
-            max_examples=batches,
+            max_examples=count,
             database=None,
             deadline=None,
             phases=[Phase.generate],
             suppress_health_check=list(HealthCheck),
             report_multiple_bugs=False,
         )
-        @given(st.lists(cases, min_size=batch, max_size=batch))
+        @given(batches)
         def campaign(drawn: list[Case]) -> None:
             if time.monotonic() > self._deadline or self.stats.broker_down:
                 raise CampaignOver

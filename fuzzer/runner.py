@@ -23,10 +23,11 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from amqpfuzz.spec import AmqpfuzzError
-from amqpfuzz.spec.codec import Frame, MethodFrame
+from amqpfuzz.spec.codec import Codec, Frame, MethodFrame
 from amqpfuzz.strategies import Case
 
 from .control import AnyBroker
+from .names import Name, created_names
 from .oracles import Failure, Observation, judge
 from .targets import Target
 from .transport import Connection, ConnectionFailed, Outcome
@@ -126,8 +127,8 @@ class Runner:
         self.frame_max = 131072
         self._spares: deque[Future[Connection]] = deque()
         self._executor = ThreadPoolExecutor(max_workers=4, thread_name_prefix="amqpfuzz-spares")
-        self.queues: set[str] = set()
-        self.exchanges: set[str] = set()
+        self.queues: set[Name] = set()
+        self.exchanges: set[Name] = set()
         self.server_named: set[str] = set()  # queues the broker named for our declarations
 
     # -- connections -----------------------------------------------------------------------
@@ -308,7 +309,7 @@ class Runner:
                 return self._isolated(group)
             if outcome.kind == "reply":
                 self._release(lane, case, channel)
-            self._note(case, frames)
+            self._note(case, frames, connection.codec)
             results[i] = self._judged(case, outcome, channel, time.monotonic() - started, data)
         return results
 
@@ -347,7 +348,7 @@ class Runner:
                 elif CONTROL + 1 in connection.closed_channels:  # the case's closed channel
                     end = connection.closed_channels[CONTROL + 1]
             outcome = self._outcome(case, frames, end, connection, CONTROL)
-            self._note(case, frames)
+            self._note(case, frames, connection.codec)
             connection.abort()
             results[i] = self._judged(case, outcome, CONTROL, time.monotonic() - started, sent[i])
         return results
@@ -440,43 +441,50 @@ class Runner:
 
     # -- what was created ------------------------------------------------------------------
 
-    def _note(self, case: Case, replies: list[Frame]) -> None:
-        """Remember the queues and exchanges this case may have created, to delete them: from
-        its frames, the frames its steps were made from (declarations before a broken frame),
+    def _note(self, case: Case, replies: list[Frame], codec: Codec) -> None:
+        """Remember the queues and exchanges this case may have created, to delete them: the
+        names in the declarations it sent (as sent: a lenient broker creates a broken name),
         and the broker's replies (server-named queues)."""
-        sources = [step.source for step in case.steps if step.source is not None]
-        for frame in [*case.frames, *sources, *replies]:
-            if not isinstance(frame, MethodFrame):
-                continue
-            args = frame.arguments
-            if frame.name == "queue.declare-ok" and str(args.get("queue")).startswith("amq.gen"):
-                self.server_named.add(str(args["queue"]))  # ours: the answer to our declare
-            elif frame.name in ("queue.declare", "queue.declare-ok") and args.get("queue"):
-                self.queues.add(str(args["queue"]))
-            elif frame.name == "exchange.declare" and args.get("exchange"):
-                self.exchanges.add(str(args["exchange"]))
+        for kind, name in created_names(codec.spec, codec.frame_method, case.steps):
+            (self.queues if kind == "queue" else self.exchanges).add(name)
+        for frame in replies:
+            if isinstance(frame, MethodFrame) and frame.name == "queue.declare-ok":
+                queue = str(frame.arguments.get("queue"))
+                if queue.startswith("amq.gen"):
+                    self.server_named.add(queue)  # ours: the answer to our declare
 
     def cleanup(self) -> int:
         """Delete the queues and exchanges the run declared (only names it made); how many.
         Called after :meth:`close`: an exclusive queue of a connection still open cannot be
         deleted from another."""
-        ours = (
-            [q for q in self.queues if self._ours(q)] + sorted(self.server_named),
-            [e for e in self.exchanges if self._ours(e)],
+        queues = [q for q in self.queues if self._ours(q)] + sorted(self.server_named)
+        exchanges = [e for e in self.exchanges if self._ours(e)]
+        deleted = self._delete(
+            [q for q in queues if isinstance(q, str)], [e for e in exchanges if isinstance(e, str)]
         )
-        if not any(ours):
+        # a name that is not UTF-8 alone on a connection: the broker may quote it back in a
+        # close whose text we cannot read, which ends the connection
+        for name in (q for q in queues if isinstance(q, bytes)):
+            deleted += self._delete([name], [])
+        for name in (e for e in exchanges if isinstance(e, bytes)):
+            deleted += self._delete([], [name])
+        return deleted
+
+    def _delete(self, queues: list[Name], exchanges: list[Name]) -> int:
+        if not queues and not exchanges:
             return 0
         try:
             connection = self._open()
         except AmqpfuzzError:
             return 0
-        left = connection.delete_entities(*ours, timeout=self.timeout)
+        left = connection.delete_entities(queues, exchanges, timeout=self.timeout)
         connection.close()
-        return len(ours[0]) + len(ours[1]) - len(left)
+        return len(queues) + len(exchanges) - len(left)
 
-    def _ours(self, name: str) -> bool:
+    def _ours(self, name: Name) -> bool:
+        text = name if isinstance(name, str) else name.decode("utf-8", "replace")
         return bool(self.prefix) and (
-            name.startswith(self.prefix) or name.startswith("amq." + self.prefix)
+            text.startswith(self.prefix) or text.startswith("amq." + self.prefix)
         )
 
     def close(self) -> None:

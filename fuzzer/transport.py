@@ -20,7 +20,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from amqpfuzz.spec import AmqpfuzzError, RemoteProtocolError
-from amqpfuzz.spec.codec import Codec, Frame, FrameReader, MethodFrame, ProtocolHeader, codec_for
+from amqpfuzz.spec.codec import (
+    Codec,
+    Frame,
+    FrameReader,
+    MethodFrame,
+    ProtocolHeader,
+    codec_for,
+    raw,
+)
+from amqpfuzz.spec.model import ZERO_VALUES
 
 from .targets import Target
 
@@ -340,26 +349,43 @@ class Connection:
         return None
 
     def delete_entities(
-        self, queues: Iterable[str], exchanges: Iterable[str], timeout: float = 5.0
-    ) -> list[str]:
+        self, queues: Iterable[str | bytes], exchanges: Iterable[str | bytes], timeout: float = 5.0
+    ) -> list[str | bytes]:
         """Delete these queues and exchanges, one channel each (a refusal closes only that
         channel); the names that could not be deleted (all that are left once the broker
         stops answering)."""
-        todo = [("queue", name) for name in sorted(queues)]
-        todo += [("exchange", name) for name in sorted(exchanges)]
-        left: list[str] = []
+        todo = [("queue", name) for name in sorted(queues, key=repr)]
+        todo += [("exchange", name) for name in sorted(exchanges, key=repr)]
+        left: list[str | bytes] = []
         gone = self.codec.spec.constant("not-found").value  # deleted already: not left over
         channel = 1
         for index, (kind, name) in enumerate(todo):
             if self.open_channel(channel, timeout) is not None:
                 return left + [n for _, n in todo[index:]]
-            reply = self.call(self.codec.method(f"{kind}.delete", channel, **{kind: name}), timeout)
+            reply = self._delete(kind, name, channel, timeout)
             if isinstance(reply, Outcome) and reply.reply_code != gone:
                 left.append(name)
                 if reply.kind == "timeout" or self.ended is not None:
                     return left + [n for _, n in todo[index + 1 :]]
             channel = channel % 2000 + 1
         return left
+
+    def _delete(
+        self, kind: str, name: str | bytes, channel: int, timeout: float
+    ) -> MethodFrame | Outcome:
+        if isinstance(name, str):
+            return self.call(self.codec.method(f"{kind}.delete", channel, **{kind: name}), timeout)
+        # a name that is not UTF-8 (a lenient broker took one): the same bytes, unchecked
+        method = self.codec.spec.method(f"{kind}.delete")
+        values = [
+            raw.Raw(raw.shortstr(name)) if f.name == kind else ZERO_VALUES[f.type]
+            for f in method.fields
+        ]
+        payload = raw.method_payload(
+            method.class_index, method.index, raw.arguments(method, values)
+        )
+        self.send(raw.frame(self.codec.frame_method, channel, payload))
+        return self.wait(channel, (f"{kind}.delete-ok",), timeout)
 
     @property
     def alive(self) -> bool:

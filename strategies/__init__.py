@@ -12,7 +12,7 @@ queue.declare(ch=1, queue='a', passive=False, ...)
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from hypothesis import strategies as st
@@ -23,7 +23,7 @@ from amqpfuzz.spec.codec import DIALECTS, Frame, MethodFrame, codec_for
 from amqpfuzz.spec.model import PRIMITIVE_TYPES
 
 from .cases import CASE_CHANNEL, Case, Reaction, WireFrame
-from .frames import argument_builder, blobs, content_frames, method_frames_of, sequences_of
+from .frames import BLOB, argument_builder, blobs, content_frames, method_frames_of, sequences_of
 from .mutations import Context, Mutation, malformed, malformed_builder
 from .operators import catalogue
 from .source import Source, table_generator, type_generator
@@ -41,6 +41,7 @@ __all__ = [
     "field_arrays",
     "field_tables",
     "frame_sequences",
+    "fuzz_batches",
     "fuzz_cases",
     "malformed_cases",
     "method_frames",
@@ -281,6 +282,41 @@ def fuzz_cases(
     the reaction its method requires) about ``valid_share`` of the time, malformed cases
     (:func:`malformed_cases`) otherwise. One blob decides which and feeds the case, so
     Hypothesis shrinks towards a valid case of the first method, then the first operator."""
+    build = _fuzz_builder(operators, valid_share, protocol, frame_max, dialect, prefix)
+    return blobs().map(build)
+
+
+def fuzz_batches(
+    size: int,
+    operators: Sequence[str] | None = None,
+    *,
+    valid_share: float = 0.25,
+    protocol: str | Spec = "0-9-1",
+    frame_max: int = 131072,
+    dialect: str = "rabbit",
+    prefix: str | None = None,
+) -> st.SearchStrategy[list[Case]]:
+    """``size`` cases of :func:`fuzz_cases` from one draw: Hypothesis chooses a random number
+    generator, which fills each case's blob. Hypothesis draws bytes one at a time, which costs
+    more than building the case; a campaign draws batches this way to send cases as fast as a
+    broker answers. A batch does not shrink as a whole: a case shrinks on its own, through
+    :func:`fuzz_cases` with the same arguments, starting from its ``blob``."""
+    if size < 1:
+        raise InvalidArgument(f"size={size!r}: a batch holds at least one case")
+    build = _fuzz_builder(operators, valid_share, protocol, frame_max, dialect, prefix)
+    return st.randoms(use_true_random=True).map(
+        lambda rnd: [build(rnd.randbytes(BLOB)) for _ in range(size)]
+    )
+
+
+def _fuzz_builder(
+    operators: Sequence[str] | None,
+    valid_share: float,
+    protocol: str | Spec,
+    frame_max: int,
+    dialect: str,
+    prefix: str | None,
+) -> Callable[[bytes], Case]:
     if not 0.0 <= valid_share <= 1.0:
         raise InvalidArgument(f"valid_share={valid_share!r}: must be between 0 and 1")
     spec = _spec(protocol)
@@ -294,7 +330,7 @@ def fuzz_cases(
         src = Source(blob)
         return good(src) if src.byte() < cut else bad(src)
 
-    return blobs().map(build)
+    return build
 
 
 def _operators(spec: Spec, operators: Sequence[str] | None) -> list[Mutation]:

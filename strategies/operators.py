@@ -318,6 +318,8 @@ _NOT_UTF8 = (
 def bad_utf8(src: Source, ctx: Context) -> Built:
     frame, index, fld = _pick_field(src, ctx, frozenset({"shortstr"}))
     junk = src.pick(_NOT_UTF8)
+    if ctx.prefix and fld.domain in ENTITY_DOMAINS:  # a lenient broker creates what it is sent
+        junk = ctx.prefix.encode() + junk
     step = _field_step(ctx, frame, index, raw.shortstr(junk), f"{fld.name} = {junk!r} (not UTF-8)")
     return Built(
         (step, *ctx.completion(frame)),
@@ -357,13 +359,20 @@ def table_overrun(src: Source, ctx: Context) -> Built:
     )
 
 
-def deep_table(src: Source, ctx: Context) -> Built:
-    frame, index, fld = _pick_field(src, ctx, _TABLES)
-    depth = src.between(MAX_DEPTH + 1, MAX_DEPTH + 64)
-    table_code = next(c for c, k in DIALECTS[ctx.codec.dialect].items() if k == "table").encode()
+@functools.cache
+def _nested(depth: int, dialect: str) -> bytes:
+    """A table holding a table ... ``depth`` deep (built once: each level copies the last)."""
+    table_code = next(c for c, k in DIALECTS[dialect].items() if k == "table").encode()
     inner = raw.table([])
     for _ in range(depth):
         inner = raw.table([raw.TableEntry(b"t", table_code, inner)])
+    return inner
+
+
+def deep_table(src: Source, ctx: Context) -> Built:
+    frame, index, fld = _pick_field(src, ctx, _TABLES)
+    depth = src.between(MAX_DEPTH + 1, MAX_DEPTH + 64)
+    inner = _nested(depth, ctx.codec.dialect)
     step = _field_step(ctx, frame, index, inner, f"{fld.name} nested {depth} tables deep")
     note = f"tables nested {depth} deep"
     return Built(

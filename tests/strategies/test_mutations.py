@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import pytest
 from hypothesis import HealthCheck, Phase, find, given, settings
+from hypothesis.database import InMemoryExampleDatabase, choices_to_bytes
+from hypothesis.errors import InvalidArgument
+from hypothesis.strategies import SearchStrategy
 
 from amqpfuzz import strategies as afs
 from amqpfuzz.spec import FAMILY, RemoteProtocolError, load
@@ -108,6 +111,45 @@ def test_every_operator_is_reachable_in_a_mixed_campaign(name: str) -> None:
         afs.malformed_cases(frame_max=FRAME_MAX), lambda c: c.mutation == name, settings=FIND
     )
     assert case.mutation == name
+
+
+def replayed(strategy: SearchStrategy[Case], blob: bytes) -> Case:
+    """The case ``strategy`` draws from ``blob``, replayed from an example database the way
+    a campaign replays a failing case to shrink it."""
+    database = InMemoryExampleDatabase()
+    seen: list[Case] = []
+
+    @settings(database=database, phases=[Phase.reuse], max_examples=1, deadline=None)
+    @given(strategy)
+    def replay(case: Case) -> None:
+        seen.append(case)
+
+    replay._hypothesis_internal_database_key = b"replayed"  # type: ignore[attr-defined]
+    database.save(b"replayed", choices_to_bytes((blob,)))
+    replay()
+    return seen[0]
+
+
+def test_a_batch_case_is_the_case_its_blob_makes_alone() -> None:
+    # a campaign draws cases in batches, and shrinks a failing one alone from its blob
+    batches: list[list[Case]] = []
+
+    @settings(max_examples=3, database=None, deadline=None, phases=[Phase.generate])
+    @given(afs.fuzz_batches(20, valid_share=0.5, frame_max=FRAME_MAX, prefix="af-b-"))
+    def draw(batch: list[Case]) -> None:
+        batches.append(batch)
+
+    draw()
+    alone = afs.fuzz_cases(valid_share=0.5, frame_max=FRAME_MAX, prefix="af-b-")
+    assert batches and all(len(batch) == 20 for batch in batches)
+    for case in (case for batch in batches for case in batch[:4]):
+        again = replayed(alone, case.blob)
+        assert repr(again) == repr(case) and again.render(3) == case.render(3)
+
+
+def test_a_batch_must_hold_a_case() -> None:
+    with pytest.raises(InvalidArgument, match="size=0"):
+        afs.fuzz_batches(0)
 
 
 @SETTINGS

@@ -1,0 +1,77 @@
+"""What a case may create is read from the bytes it sends, and cleaned up as sent."""
+
+from __future__ import annotations
+
+from hypothesis import HealthCheck, find, settings
+
+from amqpfuzz import strategies as afs
+from amqpfuzz.fuzzer.brokers import Broker
+from amqpfuzz.fuzzer.names import created_names
+from amqpfuzz.fuzzer.runner import Runner
+from amqpfuzz.fuzzer.targets import Target, parse_target
+from amqpfuzz.fuzzer.transport import Connection, Outcome
+from amqpfuzz.spec import load
+from amqpfuzz.spec.codec import codec_for, raw
+from amqpfuzz.spec.model import ZERO_VALUES
+from amqpfuzz.strategies import Case
+from amqpfuzz.strategies.cases import wire_frame
+
+SPEC = load("0-9-1")
+CODEC = codec_for(SPEC)
+FIND = settings(max_examples=5000, database=None, suppress_health_check=list(HealthCheck))
+
+
+def names(case_steps: list[afs.WireFrame]) -> list[tuple[str, str | bytes]]:
+    return list(created_names(SPEC, CODEC.frame_method, case_steps))
+
+
+def test_declarations_are_read_from_their_bytes() -> None:
+    steps = [
+        wire_frame(CODEC, CODEC.method("queue.declare", 1, queue="p-q", durable=True)),
+        wire_frame(CODEC, CODEC.method("exchange.declare", 1, exchange="p-x", type="topic")),
+        wire_frame(CODEC, CODEC.method("queue.bind", 1, queue="p-q", exchange="p-x")),
+    ]
+    assert names(steps) == [("queue", "p-q"), ("exchange", "p-x")]
+    declare = SPEC.method("exchange.declare")
+    cut = afs.WireFrame(CODEC.frame_method, 1, raw.method_payload(40, 10, b"\x00\x00\x09ab"))
+    junk = raw.arguments(declare, [0, raw.Raw(raw.shortstr(b"p-\xed\xa0\x80")), "direct"])
+    assert declare.fields[1].name == "exchange"
+    broken = afs.WireFrame(CODEC.frame_method, 1, raw.method_payload(40, 10, junk))
+    assert names([cut, broken]) == [("exchange", b"p-\xed\xa0\x80")]  # cut: no name to read
+
+
+def test_a_name_that_is_not_utf8_is_ours_and_deleted_as_sent(rabbitmq: Broker) -> None:
+    # RabbitMQ creates an exchange whose name holds a UTF-16 surrogate; the runner deletes it
+    case: Case = find(
+        afs.malformed_cases(["invalid-utf8"], prefix="amqpfuzz-names-"),
+        lambda c: (
+            c.spec_ref == "exchange.declare/exchange"
+            and any(isinstance(n, bytes) and b"\xed\xa0\x80" in n for _, n in names(list(c.steps)))
+        ),
+        settings=FIND,
+    )
+    ((_, name),) = names(list(case.steps))
+    assert isinstance(name, bytes) and name.startswith(b"amqpfuzz-names-")
+    target = parse_target(rabbitmq.url)
+    runner = Runner(target, prefix="amqpfuzz-names-").start()
+    runner.run([case])
+    runner.close()
+    assert name in runner.exchanges and exists(target, name)
+    assert runner.cleanup() >= 1
+    assert not exists(target, name)
+
+
+def exists(target: Target, name: bytes) -> bool:
+    """A passive declare of the exchange with these very bytes. (RabbitMQ's refusal quotes the
+    name in its reply text, which is then not UTF-8 either.)"""
+    connection = Connection.open(target)
+    assert connection.open_channel(1) is None
+    declare = SPEC.method("exchange.declare")
+    values = {"exchange": raw.Raw(raw.shortstr(name)), "type": "direct", "passive": True}
+    arguments = raw.arguments(
+        declare, [values.get(f.name, ZERO_VALUES[f.type]) for f in declare.fields]
+    )
+    connection.send(raw.frame(CODEC.frame_method, 1, raw.method_payload(40, 10, arguments)))
+    answer = connection.wait(1, ("exchange.declare-ok",), 5.0)
+    connection.abort()
+    return not isinstance(answer, Outcome)
