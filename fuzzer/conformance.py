@@ -200,9 +200,12 @@ class ConformanceRun:
 
     def _skip_reason(self, scenario: Scenario, target: ScenarioTarget) -> str | None:
         if not scenario.runnable:
-            return f"not runnable: {' '.join((scenario.not_runnable_reason or '').split())}"
+            why = " ".join((scenario.not_runnable_reason or "").split()).removeprefix(
+                "Not runnable: "
+            )
+            return f"not runnable: {why}"
         if scenario.protocol in target.unsupported:
-            return f"not runnable: {target.unsupported[scenario.protocol]}"
+            return f"unsupported protocol: {target.unsupported[scenario.protocol]}"
         if RESTART in scenario.capabilities and target.broker is None:
             return (
                 "needs a broker restart: only a throwaway broker amqpfuzz started (--broker) "
