@@ -1,14 +1,16 @@
 """Running cases against one target, fast: reused connections, probes, spares, channels in flight.
 
-* Cases that should leave the connection open run on one long-lived connection, several at
-  once, each on its own channel. After a case comes a *probe* (``basic.qos``, synchronous and
+* Cases that should leave the connection open run on a few long-lived connections (lanes: a
+  broker parses each connection's frames in one place), a batch spread over them, several at
+  once on each, each case on its own channel. After a case comes a *probe* (``basic.qos``, synchronous and
   harmless) on the same channel: its ``qos-ok`` proves the channel survived, with no waiting
   for a timeout.
 * Cases that end their connection (hard errors, and cases that need channel 0 or a channel
   that is not open) run on *spare* connections, prepared ahead in the background while the
   others run, several at once.
-* If a connection dies with several cases in flight, each of them runs again alone, so that
-  what happened is pinned on the case that did it.
+* If a connection dies with several cases in flight, those answered before it died stand, and
+  each of the others runs again on a connection of its own, so that what happened is pinned on
+  the case that did it.
 
 Every name a case creates starts with the run's prefix; the runner notes the queues and
 exchanges declared, and :meth:`Runner.cleanup` deletes them, and only them.
@@ -105,7 +107,7 @@ class Runner:
         protocol: str = "0-9-1",
         timeout: float = 5.0,
         in_flight: int = 32,
-        lanes: int = 2,
+        lanes: int = 4,
         broker: AnyBroker | None = None,
         prefix: str = "",
         settle: float = 0.05,
@@ -119,6 +121,9 @@ class Runner:
         self.protocol = protocol
         self.timeout = timeout
         self.in_flight = max(1, in_flight)
+        # connections prepared ahead, and as many connection-ending cases at once: each group
+        # of them waits out the settle time once (a broker that lets a case pass says nothing)
+        self.spares = 2 * self.in_flight
         self.broker = broker
         self.prefix = prefix
         # several connections for the cases that leave theirs open: a broker parses each
@@ -154,7 +159,7 @@ class Runner:
         login)."""
         for lane in self.lanes:
             self._lane(lane)
-        self._prepare(self.in_flight)
+        self._prepare(self.spares)
         return self
 
     def _prepare(self, count: int) -> None:
@@ -166,7 +171,7 @@ class Runner:
         if not self._spares:
             self._prepare(1)
         future = self._spares.popleft()
-        self._prepare(self.in_flight)
+        self._prepare(self.spares)
         try:
             return future.result(timeout=self.timeout * 3)
         except (AmqpfuzzError, TimeoutError, OSError) as exc:
@@ -196,17 +201,19 @@ class Runner:
         results: dict[int, Result] = {}
         shared = [i for i, c in enumerate(cases) if not _needs_own_connection(c)]
         own = [i for i, c in enumerate(cases) if _needs_own_connection(c)]
+        # spread over the lanes, so that the broker parses as many connections at once as it can
+        size = min(self.in_flight, max(1, -(-len(shared) // len(self.lanes))))
         groups = [
-            [(i, cases[i]) for i in shared[start : start + self.in_flight]]
-            for start in range(0, len(shared), self.in_flight)
+            [(i, cases[i]) for i in shared[start : start + size]]
+            for start in range(0, len(shared), size)
         ]
         for first in range(0, len(groups), len(self.lanes)):
             together = list(zip(self.lanes, groups[first : first + len(self.lanes)], strict=False))
             sent = [(lane, group, self._send_shared(lane, group)) for lane, group in together]
             for lane, group, placed in sent:
                 results.update(self._checked(group, self._collect_shared(lane, group, placed)))
-        for start in range(0, len(own), self.in_flight):
-            group = [(i, cases[i]) for i in own[start : start + self.in_flight]]
+        for start in range(0, len(own), self.spares):
+            group = [(i, cases[i]) for i in own[start : start + self.spares]]
             results.update(self._checked(group, self._run_own(group)))
         return [results[i] for i in range(len(cases))]
 
@@ -295,22 +302,28 @@ class Runner:
         group: list[tuple[int, Case]],
         placed: list[tuple[int, Case, int, bytes, float]] | dict[int, Result],
     ) -> dict[int, Result]:
-        """Read what came of each placed case; if the connection died with several in
-        flight, run each of them again alone."""
+        """Read what came of each placed case. If the connection died with several in flight,
+        those that had their answer before it died stand (the broker took them before the
+        fatal frame); each of the others runs again on a connection of its own, to learn
+        which one ended the shared one."""
         if isinstance(placed, dict):
             return placed
         connection = lane.connection
         assert connection is not None
         results = {}
+        unknown = []
         for i, case, channel, data, started in placed:
             frames, end = connection.collect(channel, PROBE_NAMES, self.timeout, _echoes(case))
+            if len(placed) > 1 and end is connection.ended:
+                unknown.append((i, case))
+                continue
             outcome = self._outcome(case, frames, end, connection, channel)
-            if connection.ended is not None and len(placed) > 1:
-                return self._isolated(group)
             if outcome.kind == "reply":
                 self._release(lane, case, channel)
             self._note(case, frames, connection.codec)
             results[i] = self._judged(case, outcome, channel, time.monotonic() - started, data)
+        if unknown:
+            results.update(self._run_own(unknown))
         return results
 
     def _run_own(self, group: list[tuple[int, Case]]) -> dict[int, Result]:
@@ -370,13 +383,6 @@ class Runner:
         """One case on a connection of its own (how a reproducer is replayed)."""
         results = self._checked([(0, case)], self._run_own([(0, case)]))
         return results[0]
-
-    def _isolated(self, group: list[tuple[int, Case]]) -> dict[int, Result]:
-        """Run each case alone on its own connection: which one ended the shared one?"""
-        results = {}
-        for item in group:
-            results.update(self._run_own([item]))
-        return results
 
     @staticmethod
     def _probe(connection: Connection, channel: int) -> bytes:
