@@ -14,7 +14,7 @@ from collections.abc import Iterable, Iterator
 from amqpfuzz.spec import Method, Spec
 from amqpfuzz.strategies import WireFrame
 
-__all__ = ["CREATES", "Name", "created_names", "field_bytes"]
+__all__ = ["CREATES", "Name", "created_names", "field_bytes", "names_a_queue_itself"]
 
 # The methods that create an entity, and the kind of entity (the field that names it).
 CREATES = {"queue.declare": "queue", "exchange.declare": "exchange"}
@@ -53,18 +53,32 @@ def field_bytes(method: Method, name: str, data: bytes) -> bytes | None:
     return None
 
 
-def created_names(
+def _declarations(
     spec: Spec, frame_method: int, steps: Iterable[WireFrame]
-) -> Iterator[tuple[str, Name]]:
-    """(kind, name) for each declaration among ``steps``; the name as text when it is UTF-8."""
+) -> Iterator[tuple[str, bytes | None]]:
+    """(kind, the name's bytes or None where they cannot be read) for each declaration."""
     for step in steps:
         if step.verbatim is not None or step.frame_type != frame_method or len(step.payload) < 4:
             continue
         method = spec.method_by_id(*_IDS.unpack_from(step.payload))
         kind = CREATES.get(method.full_name) if method is not None else None
-        if method is None or kind is None:
-            continue
-        found = field_bytes(method, kind, step.payload[4:])
+        if method is not None and kind is not None:
+            yield kind, field_bytes(method, kind, step.payload[4:])
+
+
+def names_a_queue_itself(spec: Spec, frame_method: int, steps: Iterable[WireFrame]) -> bool:
+    """Whether ``steps`` declare a queue with an empty name, which the broker names: only its
+    reply tells the name (to delete it afterwards)."""
+    return any(
+        kind == "queue" and name == b"" for kind, name in _declarations(spec, frame_method, steps)
+    )
+
+
+def created_names(
+    spec: Spec, frame_method: int, steps: Iterable[WireFrame]
+) -> Iterator[tuple[str, Name]]:
+    """(kind, name) for each declaration among ``steps``; the name as text when it is UTF-8."""
+    for kind, found in _declarations(spec, frame_method, steps):
         if not found:
             continue
         try:

@@ -25,11 +25,11 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from amqpfuzz.spec import AmqpfuzzError
-from amqpfuzz.spec.codec import Codec, Frame, MethodFrame
+from amqpfuzz.spec.codec import Codec, Frame, MethodFrame, codec_for
 from amqpfuzz.strategies import Case
 
 from .control import AnyBroker
-from .names import Name, created_names
+from .names import Name, created_names, names_a_queue_itself
 from .oracles import Failure, Observation, judge
 from .targets import Target
 from .transport import Connection, ConnectionFailed, Outcome
@@ -56,11 +56,15 @@ class Result:
         return "fail" if self.failure is not None else "pass"
 
 
-def _needs_own_connection(case: Case) -> bool:
-    """Cases that end a connection, or that need channel 0 or a channel not open, get one."""
+def _needs_own_connection(case: Case, codec: Codec) -> bool:
+    """Cases that end a connection, or that need channel 0 or a channel not open, get one; so
+    does a declaration of a queue the broker names, whose name only its reply tells: on a
+    shared connection that another case ends first, the reply may never come."""
     if case.channel in ("closed", "none") or case.kills_connection:
         return True
-    return any(not c.is_soft_error for c in case.expected.tolerated)
+    if any(not c.is_soft_error for c in case.expected.tolerated):
+        return True
+    return names_a_queue_itself(codec.spec, codec.frame_method, case.steps)
 
 
 def own_channel(case: Case) -> int:
@@ -119,6 +123,7 @@ class Runner:
         # after a probe's answer, this long for a close that was on its way
         self.grace = grace
         self.protocol = protocol
+        self.codec = codec_for(protocol)
         self.timeout = timeout
         self.in_flight = max(1, in_flight)
         # connections prepared ahead, and as many connection-ending cases at once: each group
@@ -199,8 +204,9 @@ class Runner:
     def run(self, cases: list[Case]) -> list[Result]:
         """Run ``cases`` (in flight as far as they allow) and judge each; results in order."""
         results: dict[int, Result] = {}
-        shared = [i for i, c in enumerate(cases) if not _needs_own_connection(c)]
-        own = [i for i, c in enumerate(cases) if _needs_own_connection(c)]
+        alone = {i for i, c in enumerate(cases) if _needs_own_connection(c, self.codec)}
+        shared = [i for i in range(len(cases)) if i not in alone]
+        own = sorted(alone)
         # spread over the lanes, so that the broker parses as many connections at once as it can
         size = min(self.in_flight, max(1, -(-len(shared) // len(self.lanes))))
         groups = [
@@ -314,13 +320,13 @@ class Runner:
         unknown = []
         for i, case, channel, data, started in placed:
             frames, end = connection.collect(channel, PROBE_NAMES, self.timeout, _echoes(case))
+            self._note(case, frames, connection.codec)  # a server-named queue it got, too
             if len(placed) > 1 and end is connection.ended:
                 unknown.append((i, case))
                 continue
             outcome = self._outcome(case, frames, end, connection, channel)
             if outcome.kind == "reply":
                 self._release(lane, case, channel)
-            self._note(case, frames, connection.codec)
             results[i] = self._judged(case, outcome, channel, time.monotonic() - started, data)
         if unknown:
             results.update(self._run_own(unknown))

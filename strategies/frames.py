@@ -56,13 +56,14 @@ def blobs(size: int = BLOB) -> st.SearchStrategy[bytes]:
     return st.binary(min_size=size, max_size=size)
 
 
-def _prefixed(fld: Field, prefix: str) -> Gen:
+def _prefixed(fld: Field, prefix: str, named: bool = False) -> Gen:
+    """Names under ``prefix``, or empty where the field allows it (unless ``named``)."""
     notnull, max_length, _ = assert_limits(fld.asserts)
     room = max(1, min((max_length or 255) - len(prefix.encode("utf-8")), 24))
 
     def gen(src: Source) -> str:
         size = src.below(room + 1)
-        if size == 0 and not notnull:
+        if size == 0 and not notnull and not named:
             return ""
         return prefix + "".join(
             NAME_ALPHABET[src.below(len(NAME_ALPHABET))] for _ in range(max(size, 1))
@@ -100,13 +101,20 @@ def _one_of(types: tuple[str, ...], free: Gen) -> Gen:
 
 
 def _field_gen(
-    fld: Field, dialect: str, typed: bool, prefix: str | None, types: tuple[str, ...] = ()
+    fld: Field,
+    dialect: str,
+    typed: bool,
+    prefix: str | None,
+    types: tuple[str, ...] = (),
+    declares: bool = False,
 ) -> Gen:
     if fld.reserved:
         zero = ZERO[fld.type]
         return lambda src: zero
     if prefix is not None and (fld.domain in ENTITY_DOMAINS or fld.name == "routing-key"):
-        return _prefixed(fld, prefix)
+        # a declaration names what it declares: an empty name asks the broker to choose
+        # one, which a no-wait declaration never tells, and the run must know what it made
+        return _prefixed(fld, prefix, named=declares and fld.domain in ENTITY_DOMAINS)
     if types and fld.name == "type" and fld.type == "shortstr":
         return _one_of(types, field_generator(fld, dialect, typed))
     return field_generator(fld, dialect, typed)
@@ -122,7 +130,8 @@ def argument_builder(
 ) -> Callable[[Source], tuple[Any, ...]]:
     """Reads one value per field of ``method`` from a source, in field order; a field named
     ``type`` takes mostly one of ``types`` (the standard types of the method's class)."""
-    gens = [_field_gen(f, dialect, typed, prefix, types) for f in method.fields]
+    declares = method.name == "declare"
+    gens = [_field_gen(f, dialect, typed, prefix, types, declares) for f in method.fields]
     return lambda src: tuple(gen(src) for gen in gens)
 
 
