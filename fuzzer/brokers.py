@@ -87,6 +87,7 @@ class Broker:
 
     kind = ""
     executable = ""
+    more_ports: tuple[str, ...] = ()  # ports besides AMQP's, kept for `amqpfuzz broker stop`
 
     def __init__(self, port: int | None = None, directory: Path | None = None) -> None:
         self.port = port or free_port()
@@ -232,6 +233,7 @@ class Broker:
 class RabbitMQ(Broker):
     kind = "rabbitmq"
     executable = RABBITMQ_SERVER
+    more_ports = ("dist_port", "epmd_port")
 
     def __init__(self, port: int | None = None, directory: Path | None = None) -> None:
         super().__init__(port, directory)
@@ -357,6 +359,7 @@ def detach(broker: Broker) -> Path:
         "directory": str(broker.directory),
         "url": broker.url,
         "log": str(broker.log_path),
+        "ports": {name: getattr(broker, name) for name in broker.more_ports},
     }
     path.write_text(json.dumps(state, indent=2) + "\n")
     broker._stopping = True  # the watcher of this process must not call its exit a crash
@@ -400,6 +403,8 @@ def stop_detached(name: str) -> bool:
         return False
     state = json.loads(path.read_text())
     broker = KINDS[state["kind"]](int(state["port"]), Path(state["directory"]))
+    for name, port in dict(state.get("ports", {})).items():  # its epmd's, to stop that one
+        setattr(broker, name, int(port))
     pid = int(state["pid"])
     if _running(pid):
 

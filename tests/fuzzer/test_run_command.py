@@ -6,6 +6,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -255,10 +256,11 @@ def test_a_throwaway_broker_that_crashes_is_restarted_for_the_workers(tmp_path: 
     assert pinned and all(r["mutation"] == "string-overrun" for r in pinned)
 
 
-def test_throwaway_broker_commands(tmp_path: Path) -> None:
+@pytest.mark.parametrize("kind", ["garagemq", "rabbitmq"])
+def test_throwaway_broker_commands(kind: str, tmp_path: Path) -> None:
     env = {**os.environ, "AMQPFUZZ_STATE": str(tmp_path / "state")}
     started = subprocess.run(
-        [AMQPFUZZ, "broker", "start", "garagemq"],
+        [AMQPFUZZ, "broker", "start", kind],
         capture_output=True,
         text=True,
         env=env,
@@ -271,11 +273,17 @@ def test_throwaway_broker_commands(tmp_path: Path) -> None:
     )
     assert name in listed.stdout and "running" in listed.stdout
     url = started.stdout.split()[1]
+    state = json.loads((tmp_path / "state" / "brokers" / f"{name}.json").read_text())
+    assert (kind == "rabbitmq") == bool(state["ports"])
     pika.BlockingConnection(pika.URLParameters(url)).close()  # it answers
     stopped = subprocess.run(
         [AMQPFUZZ, "broker", "stop", name], capture_output=True, text=True, env=env, timeout=60
     )
     assert stopped.returncode == 0 and f"stopped {name}" in stopped.stdout
+    # nothing of it outlives the stop: not its AMQP port, not RabbitMQ's own epmd
+    for port in [int(url.rsplit(":", 1)[1].split("/")[0]), *state["ports"].values()]:
+        with pytest.raises(OSError):
+            socket.create_connection(("127.0.0.1", port), timeout=2).close()
     again = subprocess.run(
         [AMQPFUZZ, "broker", "stop", name], capture_output=True, text=True, env=env, timeout=30
     )
