@@ -267,23 +267,28 @@ def test_throwaway_broker_commands(kind: str, tmp_path: Path) -> None:
         timeout=60,
     )
     assert started.returncode == 0, started.stderr
-    name = started.stdout.split()[0]
-    listed = subprocess.run(
-        [AMQPFUZZ, "broker", "list"], capture_output=True, text=True, env=env, timeout=30
-    )
-    assert name in listed.stdout and "running" in listed.stdout
-    url = started.stdout.split()[1]
-    state = json.loads((tmp_path / "state" / "brokers" / f"{name}.json").read_text())
-    assert (kind == "rabbitmq") == bool(state["ports"])
-    pika.BlockingConnection(pika.URLParameters(url)).close()  # it answers
-    stopped = subprocess.run(
-        [AMQPFUZZ, "broker", "stop", name], capture_output=True, text=True, env=env, timeout=60
-    )
-    assert stopped.returncode == 0 and f"stopped {name}" in stopped.stdout
-    # nothing of it outlives the stop: not its AMQP port, not RabbitMQ's own epmd
-    for port in [int(url.rsplit(":", 1)[1].split("/")[0]), *state["ports"].values()]:
-        with pytest.raises(OSError):
-            socket.create_connection(("127.0.0.1", port), timeout=2).close()
+    try:
+        name = started.stdout.split()[0]
+        listed = subprocess.run(
+            [AMQPFUZZ, "broker", "list"], capture_output=True, text=True, env=env, timeout=30
+        )
+        assert name in listed.stdout and "running" in listed.stdout
+        url = started.stdout.split()[1]
+        state = json.loads((tmp_path / "state" / "brokers" / f"{name}.json").read_text())
+        assert (kind == "rabbitmq") == bool(state["ports"])
+        pika.BlockingConnection(pika.URLParameters(url)).close()  # it answers
+        stopped = subprocess.run(
+            [AMQPFUZZ, "broker", "stop", name], capture_output=True, text=True, env=env, timeout=60
+        )
+        assert stopped.returncode == 0 and f"stopped {name}" in stopped.stdout
+        # nothing of it outlives the stop: not its AMQP port, not RabbitMQ's own epmd
+        for port in [int(url.rsplit(":", 1)[1].split("/")[0]), *state["ports"].values()]:
+            with pytest.raises(OSError):
+                socket.create_connection(("127.0.0.1", port), timeout=2).close()
+    finally:  # a failed check above must not leave the broker running
+        subprocess.run(
+            [AMQPFUZZ, "broker", "stop", "--all"], env=env, capture_output=True, timeout=60
+        )
     again = subprocess.run(
         [AMQPFUZZ, "broker", "stop", name], capture_output=True, text=True, env=env, timeout=30
     )
