@@ -42,6 +42,7 @@ __all__ = [
     "detached",
     "free_port",
     "log_tail",
+    "process_running",
     "stop_detached",
     "throwaway",
 ]
@@ -375,12 +376,13 @@ def detached() -> list[dict[str, object]]:
         except (OSError, json.JSONDecodeError):
             continue
         state["name"] = path.stem
-        state["running"] = _running(int(state["pid"]))
+        state["running"] = process_running(int(state["pid"]))
         found.append(state)
     return found
 
 
-def _running(pid: int) -> bool:
+def process_running(pid: int) -> bool:
+    """True while process ``pid`` exists and has not ended (a zombie has ended)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -406,20 +408,20 @@ def stop_detached(name: str) -> bool:
     for name, port in dict(state.get("ports", {})).items():  # its epmd's, to stop that one
         setattr(broker, name, int(port))
     pid = int(state["pid"])
-    if _running(pid):
+    if process_running(pid):
 
         class _Adopted:  # just enough of a Popen to stop a process we did not start here
             def __init__(self, pid: int) -> None:
                 self.pid = pid
 
             def poll(self) -> int | None:
-                return None if _running(self.pid) else 0
+                return None if process_running(self.pid) else 0
 
         broker.shutdown(_Adopted(pid))  # type: ignore[arg-type]
         deadline = time.monotonic() + 30
-        while _running(pid) and time.monotonic() < deadline:
+        while process_running(pid) and time.monotonic() < deadline:
             time.sleep(0.2)
-        if _running(pid):
+        if process_running(pid):
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(pid, signal.SIGKILL)
     broker.cleanup()

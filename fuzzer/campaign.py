@@ -233,14 +233,12 @@ class Campaign:
         if not suspects:
             return results
         if not self._restart(run):
-            self.stats.broker_down = (
-                self.stats.broker_down or f"{run.label} stopped accepting connections"
-            )
             return _unattributed(results, suspects, "it could not be restarted to find which")
         return self._triage(run, results, suspects)
 
     def _restart(self, run: TargetRun) -> bool:
-        """Restart a throwaway broker that went down, within the campaign's allowance."""
+        """Restart a throwaway broker that went down, within the campaign's allowance; if it
+        cannot be, the campaign is over (:attr:`Stats.broker_down` says why)."""
         while run.broker is not None and run.restarts < self.config.restarts:
             run.restarts += 1
             self.listener("restart", {"target": run.label, "log": run.broker.log_tail(10)})
@@ -256,6 +254,7 @@ class Campaign:
             except ConnectionFailed:
                 continue  # down again already (another worker's case): once more
             return True
+        self.stats.broker_down = f"{run.label} stopped accepting connections"
         return False
 
     def _triage(self, run: TargetRun, results: list[Result], suspects: list[int]) -> list[Result]:
@@ -274,9 +273,6 @@ class Campaign:
             if _went_down(solo):
                 guilty = True
                 if not self._restart(run):
-                    self.stats.broker_down = (
-                        self.stats.broker_down or f"{run.label} stopped accepting connections"
-                    )
                     rest = suspects[done + 1 :]
                     return _unattributed(
                         triaged, rest, "it went down for good before they ran alone"

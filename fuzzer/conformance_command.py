@@ -27,7 +27,7 @@ from amqpfuzz.scenarios import PROTOCOLS, Scenario, load_all, select
 
 from .brokers import KINDS, throwaway
 from .conformance import ConformanceRun, ScenarioTarget, Verdict, failing
-from .console import BadInput
+from .console import BadInput, target_options, url_targets
 from .profiles import find_profile
 from .records import write_totals
 from .targets import parse_target
@@ -73,13 +73,7 @@ _STYLE = {
 @click.option(
     "--timeout", type=float, default=5.0, show_default=True, help="Seconds a reply may take."
 )
-@click.option(
-    "--allow-remote", is_flag=True, help="Allow a target that is not on the loopback network."
-)
-@click.option(
-    "--ca-file", type=click.Path(dir_okay=False), help="CA certificates for amqps:// targets."
-)
-@click.option("--insecure", is_flag=True, help="Do not verify amqps:// certificates.")
+@target_options
 def scenarios_command(**options: Any) -> None:
     """Run the specification's scenarios on brokers: a conformance table."""
     sys.exit(_scenarios(**options))
@@ -112,11 +106,8 @@ def _scenarios(
     if profile:
         find_profile(profile)  # a bad name or file is bad input, said now
     targets = [
-        ScenarioTarget(
-            parse_target(u, allow_remote=allow_remote, ca_file=ca_file, verify=not insecure),
-            profile_name=profile,
-        )
-        for u in urls
+        ScenarioTarget(target, profile_name=profile)
+        for target in url_targets(urls, allow_remote, ca_file, insecure)
     ]
     run_id = uuid.uuid4().hex[:12]
     with contextlib.ExitStack() as stack:

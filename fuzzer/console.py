@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import sys
 import time
-from typing import IO, Any
+from collections.abc import Callable, Sequence
+from typing import IO, Any, TypeVar
 
 import click
 from rich.console import Console
@@ -12,7 +13,9 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
-__all__ = ["BadInput", "Progress", "summary_table"]
+from .targets import Target, parse_target
+
+__all__ = ["BadInput", "Progress", "summary_table", "target_options", "url_targets"]
 
 
 class BadInput(click.ClickException):
@@ -110,3 +113,35 @@ def summary_table(
 
 def stderr_console() -> Console:
     return Console(file=sys.stderr)
+
+
+Command = TypeVar("Command", bound=Callable[..., Any])
+
+
+def target_options(command: Command) -> Command:
+    """``--allow-remote``, ``--ca-file`` and ``--insecure``: how ``--url`` targets are reached."""
+    for option in (
+        click.option("--insecure", is_flag=True, help="Do not verify amqps:// certificates."),
+        click.option(
+            "--ca-file",
+            type=click.Path(dir_okay=False),
+            help="CA certificates for amqps:// targets.",
+        ),
+        click.option(
+            "--allow-remote",
+            is_flag=True,
+            help="Allow a target that is not on the loopback network.",
+        ),
+    ):
+        command = option(command)
+    return command
+
+
+def url_targets(
+    urls: Sequence[str], allow_remote: bool, ca_file: str | None, insecure: bool
+) -> list[Target]:
+    """The ``--url`` targets, as :func:`target_options` say they may be reached."""
+    return [
+        parse_target(u, allow_remote=allow_remote, ca_file=ca_file, verify=not insecure)
+        for u in urls
+    ]

@@ -5,7 +5,7 @@ restart.
 processes. A worker's campaign restarts a broker that went down, as it would in-process; a
 :class:`RemoteBroker` makes that a request to the parent (:class:`Restarts` serves it), so one
 broker is restarted once however many workers saw it go down. Between two restarts, a worker
-sees a crash at once from the broker process's state in ``/proc``.
+sees a crash at once from the broker process's state.
 """
 
 from __future__ import annotations
@@ -15,18 +15,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .brokers import Broker, BrokerError, log_tail
+from .brokers import Broker, BrokerError, log_tail, process_running
 
 __all__ = ["AnyBroker", "RemoteBroker", "Restarts"]
-
-
-def _running(pid: int) -> bool:
-    """True while process ``pid`` exists and has not ended (a zombie has ended)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat.rsplit(")", 1)[-1].split()[0] not in ("Z", "X")
 
 
 @dataclass
@@ -44,7 +35,7 @@ class RemoteBroker:
 
     @property
     def crashed(self) -> bool:
-        return not _running(self.pid)
+        return not process_running(self.pid)
 
     def log_tail(self, lines: int = 20) -> str:
         return log_tail(self.log_path, lines)

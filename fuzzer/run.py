@@ -27,7 +27,7 @@ from amqpfuzz.spec import FAMILY
 
 from .brokers import KINDS, Broker, detach, detached, stop_detached, throwaway
 from .campaign import Campaign, CampaignSettings, TargetRun
-from .console import BadInput, Progress, summary_table
+from .console import BadInput, Progress, summary_table, target_options, url_targets
 from .control import RemoteBroker, Restarts
 from .profiles import find_profile
 from .records import write_totals
@@ -163,13 +163,7 @@ def _preflight(targets: list[Target], protocol: str, timeout: float) -> None:
     show_default=True,
     help="Seconds before a silent broker is hanging.",
 )
-@click.option(
-    "--allow-remote", is_flag=True, help="Allow a target that is not on the loopback network."
-)
-@click.option(
-    "--ca-file", type=click.Path(dir_okay=False), help="CA certificates for amqps:// targets."
-)
-@click.option("--insecure", is_flag=True, help="Do not verify amqps:// certificates.")
+@target_options
 @click.option("--no-shrink", is_flag=True, help="Keep failures as found.")
 def run_command(**options: Any) -> None:
     """Fuzz brokers: valid and malformed cases, judged by the specification."""
@@ -224,10 +218,7 @@ def _run(
     with contextlib.ExitStack() as stack:
         own: Broker | None = None
         if urls:
-            targets = [
-                parse_target(u, allow_remote=allow_remote, ca_file=ca_file, verify=not insecure)
-                for u in urls
-            ]
+            targets = url_targets(urls, allow_remote, ca_file, insecure)
         else:
             own = stack.enter_context(throwaway(kind or "rabbitmq"))
             targets = [parse_target(own.url, label=f"throwaway {own.kind}")]

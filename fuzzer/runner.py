@@ -320,7 +320,7 @@ class Runner:
         unknown = []
         for i, case, channel, data, started in placed:
             frames, end = connection.collect(channel, PROBE_NAMES, self.timeout, _echoes(case))
-            self._note(case, frames, connection.codec)  # a server-named queue it got, too
+            self._note(case, frames)  # a server-named queue it got, too
             if len(placed) > 1 and end is connection.ended:
                 unknown.append((i, case))
                 continue
@@ -367,7 +367,7 @@ class Runner:
                 elif CONTROL + 1 in connection.closed_channels:  # the case's closed channel
                     end = connection.closed_channels[CONTROL + 1]
             outcome = self._outcome(case, frames, end, connection, CONTROL)
-            self._note(case, frames, connection.codec)
+            self._note(case, frames)
             connection.abort()
             results[i] = self._judged(case, outcome, CONTROL, time.monotonic() - started, sent[i])
         return results
@@ -453,11 +453,11 @@ class Runner:
 
     # -- what was created ------------------------------------------------------------------
 
-    def _note(self, case: Case, replies: list[Frame], codec: Codec) -> None:
+    def _note(self, case: Case, replies: list[Frame]) -> None:
         """Remember the queues and exchanges this case may have created, to delete them: the
         names in the declarations it sent (as sent: a lenient broker creates a broken name),
         and the broker's replies (server-named queues)."""
-        for kind, name in created_names(codec.spec, codec.frame_method, case.steps):
+        for kind, name in created_names(self.codec.spec, self.codec.frame_method, case.steps):
             (self.queues if kind == "queue" else self.exchanges).add(name)
         for frame in replies:
             if isinstance(frame, MethodFrame) and frame.name == "queue.declare-ok":
