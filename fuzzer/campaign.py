@@ -31,7 +31,7 @@ from amqpfuzz.strategies import Case, fuzz_batches, fuzz_cases
 from .brokers import BrokerError
 from .control import AnyBroker
 from .oracles import Failure
-from .profiles import Profile, find_profile
+from .profiles import Deviation, Profile, find_profile
 from .records import RecordWriter, record
 from .reproducers import write_reproducer
 from .runner import Result, Runner
@@ -70,6 +70,12 @@ class TargetRun(TargetInfo):
     runner: Runner | None = None
     profile: Profile | None = None
     restarts: int = 0
+
+    def known(self, case: Case, failure: Failure) -> Deviation | None:
+        """The profile's deviation that explains ``failure`` of ``case``, if any."""
+        if self.profile is None:
+            return None
+        return self.profile.deviation(failure.signature, case.spec_ref, case.mutation)
 
 
 @dataclass
@@ -296,9 +302,7 @@ class Campaign:
     def _record(self, run: TargetRun, result: Result) -> None:
         case, failure = result.case, result.failure
         verdict, extra = "pass", {}
-        deviation = None
-        if failure is not None and run.profile is not None:
-            deviation = run.profile.deviation(failure.signature, case.spec_ref, case.mutation)
+        deviation = run.known(case, failure) if failure is not None else None
         if failure is not None and deviation is not None:
             verdict = "xfail"
             extra["deviation"] = deviation.reason

@@ -26,7 +26,7 @@ from amqpfuzz.scenarios import Scenario
 
 from .brokers import Broker
 from .player import Played, Player, describe, observed
-from .profiles import Profile, find_profile
+from .profiles import Deviation, Profile, find_profile
 from .records import RecordWriter, record
 from .targets import Target, TargetInfo
 from .transport import Connection, ConnectionFailed, Outcome
@@ -54,6 +54,12 @@ class ScenarioTarget(TargetInfo):
     gone: str = ""  # why a broker we cannot restart stopped serving
     generation: int = 0  # restarts after the broker stopped serving
     lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def known(self, scenario: Scenario) -> Deviation | None:
+        """The profile's deviation from the rule ``scenario`` checks, if any."""
+        if self.profile is None:
+            return None
+        return self.profile.deviation(None, rule=scenario.spec_ref, protocol=scenario.protocol)
 
 
 @dataclass
@@ -260,11 +266,7 @@ class ConformanceRun:
         self, scenario: Scenario, target: ScenarioTarget, played: Played | None, reason: str
     ) -> Verdict:
         verdict = played.status if played is not None else "skip"
-        deviation = (
-            target.profile.deviation(None, rule=scenario.spec_ref, protocol=scenario.protocol)
-            if target.profile is not None and played is not None
-            else None
-        )
+        deviation = target.known(scenario) if played is not None else None
         if deviation is not None and verdict == "fail":
             verdict, reason = "xfail", deviation.reason
         elif deviation is not None and verdict == "pass":

@@ -258,11 +258,7 @@ class FuzzItem(AmqpItem):
             failure = result.failure
             if failure is None:
                 continue
-            deviation = (
-                run.profile.deviation(failure.signature, case.spec_ref, case.mutation)
-                if run.profile is not None
-                else None
-            )
+            deviation = run.known(case, failure)
             if deviation is not None:
                 covered.append(deviation.reason)
                 continue
@@ -357,10 +353,8 @@ def _expectations(
 ) -> None:
     """The profile's deviation as a strict xfail. (A scenario that cannot run is skipped when
     it runs, so that its record says so.)"""
-    if skip is not None or target.profile is None:
-        return
-    deviation = target.profile.deviation(None, rule=scenario.spec_ref, protocol=scenario.protocol)
-    if deviation is not None:
+    deviation = target.known(scenario) if skip is None else None
+    if deviation is not None and target.profile is not None:
         reason = f"{target.profile.name}: {deviation.reason}"
         item.add_marker(pytest.mark.xfail(strict=True, reason=reason, raises=ScenarioFailed))
 
