@@ -48,7 +48,7 @@ import pamqp.header
 import pika.frame
 import pika.spec
 
-from amqpfuzz.spec.codec import Frame, codec_for
+from amqpfuzz.spec.amqp091.codec import Frame, codec_for
 
 TARGET_RATIO = 1.5
 IMPLS = ("amqpfuzz", "pamqp", "pika")

@@ -39,7 +39,7 @@ from amqpfuzz.fuzzer.brokers import throwaway
 from amqpfuzz.fuzzer.runner import Runner
 from amqpfuzz.fuzzer.targets import parse_target
 from amqpfuzz.fuzzer.transport import Connection
-from amqpfuzz.spec.codec import codec_for
+from amqpfuzz.spec.amqp091.codec import codec_for
 from amqpfuzz.strategies import Case
 
 CHANNEL_OPERATORS = ["missing-entity", "reserved-name", "not-transacted", "unknown-delivery-tag"]

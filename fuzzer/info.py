@@ -10,7 +10,9 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from amqpfuzz.spec import FAMILY, PROTOCOLS, AnySpec, Spec, load_any, load_file
+from amqpfuzz.spec import AnySpec, PROTOCOLS, load, load_file, protocols_of
+
+from amqpfuzz.spec.amqp091 import Spec
 
 __all__ = ["mutations_command", "spec_command"]
 
@@ -65,7 +67,7 @@ def _describe(spec: AnySpec) -> dict[str, Any]:
 @click.option("--json", "as_json", is_flag=True, help="Print JSON for machines.")
 def spec_command(protocol: str, path: str | None, as_json: bool) -> None:
     """What a specification holds: counts computed from its XML."""
-    spec = load_file(path) if path else load_any(protocol)
+    spec = load_file(path) if path else load(protocol)
     described = _describe(spec)
     if as_json:
         click.echo(json.dumps(described, indent=2))
@@ -84,7 +86,7 @@ def spec_command(protocol: str, path: str | None, as_json: bool) -> None:
 @click.command("mutations")
 @click.option(
     "--protocol",
-    type=click.Choice(list(FAMILY)),
+    type=click.Choice(list(protocols_of("amqp091"))),
     default="0-9-1",
     show_default=True,
     help="Which specification's catalogue to list.",
@@ -94,7 +96,7 @@ def mutations_command(protocol: str, as_json: bool) -> None:
     """The mutation operators a campaign uses, and the reaction each requires."""
     from amqpfuzz.strategies import mutations
 
-    spec = load_any(protocol)
+    spec = load(protocol)
     assert isinstance(spec, Spec)
     rows: list[dict[str, Any]] = []
     for op in mutations(protocol):

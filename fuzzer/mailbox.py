@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from amqpfuzz.spec.codec import ContentBody, ContentHeader, Frame, MethodFrame, ProtocolHeader
+from amqpfuzz.spec.amqp091.codec import ContentBody, ContentHeader, Frame, MethodFrame, ProtocolHeader
 
 from .transport import Connection, Outcome
 

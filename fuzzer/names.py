@@ -11,7 +11,7 @@ from __future__ import annotations
 import struct
 from collections.abc import Iterable, Iterator
 
-from amqpfuzz.spec import Method, Spec
+from amqpfuzz.spec.amqp091 import Method, Spec
 from amqpfuzz.strategies import WireFrame
 
 __all__ = ["CREATES", "Name", "created_names", "field_bytes", "names_a_queue_itself"]

@@ -18,8 +18,9 @@ from typing import Any
 
 from amqpfuzz.scenarios import Scenario, Step
 from amqpfuzz.scenarios.steps import EXTENSIONS
-from amqpfuzz.spec import AmqpfuzzError, Spec, load
-from amqpfuzz.spec.codec import Frame, MethodFrame, ProtocolHeader, codec_for
+from amqpfuzz.spec import AmqpfuzzError
+from amqpfuzz.spec.amqp091 import Spec, load
+from amqpfuzz.spec.amqp091.codec import Frame, MethodFrame, ProtocolHeader, codec_for
 
 from .brokers import Broker
 from .mailbox import Mailbox, Message

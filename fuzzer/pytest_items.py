@@ -23,8 +23,8 @@ from hypothesis import seed as hypothesis_seed
 from hypothesis import strategies as st
 
 from amqpfuzz.scenarios import Scenario, load_all
-from amqpfuzz.spec import load
-from amqpfuzz.spec.codec import codec_for
+from amqpfuzz.spec.amqp091 import load
+from amqpfuzz.spec.amqp091.codec import codec_for
 from amqpfuzz.strategies import Case, malformed_cases, mutations
 from amqpfuzz.strategies.mutations import Context
 from amqpfuzz.strategies.valid import valid

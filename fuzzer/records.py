@@ -196,7 +196,7 @@ def write_totals(directory: Path | str, run_id: str, protocol: str = "0-9-1") ->
     """``run-<run_id>.json`` beside the records: how much there is to exercise (the spec's
     methods and rules, the scenario files, the mutation operators), for the coverage report."""
     from amqpfuzz.scenarios import load_all
-    from amqpfuzz.spec import load
+    from amqpfuzz.spec.amqp091 import load
     from amqpfuzz.strategies import mutations
 
     spec = load(protocol)

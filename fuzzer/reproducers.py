@@ -121,7 +121,7 @@ class Replay:
 def replay(data: dict[str, Any], target: Target, *, timeout: float = 5.0) -> Replay:
     """Send a reproducer's bytes to ``target`` the way the fuzzer sent them (a connection of
     their own, the probe, the same oracles), and say what came of it."""
-    from amqpfuzz.spec import load
+    from amqpfuzz.spec.amqp091 import load
 
     protocol = data.get("protocol", "0-9-1")
     spec = load(protocol)

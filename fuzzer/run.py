@@ -23,7 +23,7 @@ from typing import Any
 import click
 from rich.console import Console
 
-from amqpfuzz.spec import FAMILY
+from amqpfuzz.spec import protocols_of
 
 from .brokers import KINDS, Broker, detach, detached, stop_detached, throwaway
 from .campaign import Campaign, CampaignSettings, TargetRun
@@ -144,7 +144,7 @@ def _preflight(targets: list[Target], protocol: str, timeout: float) -> None:
     show_default=True,
     help="Records and reproducers.",
 )
-@click.option("--protocol", type=click.Choice(list(FAMILY)), default="0-9-1", show_default=True)
+@click.option("--protocol", type=click.Choice(list(protocols_of("amqp091"))), default="0-9-1", show_default=True)
 @click.option(
     "--profile", help="Expectation profile: a bundled name, a path, or 'none' (default: by broker)."
 )

@@ -25,7 +25,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from amqpfuzz.spec import AmqpfuzzError
-from amqpfuzz.spec.codec import Codec, Frame, MethodFrame, codec_for
+from amqpfuzz.spec.amqp091.codec import Codec, Frame, MethodFrame, codec_for
 from amqpfuzz.strategies import Case
 
 from .control import AnyBroker

@@ -41,7 +41,7 @@ from hypothesis.stateful import (
     rule,
 )
 
-from amqpfuzz.spec.codec import MethodFrame
+from amqpfuzz.spec.amqp091.codec import MethodFrame
 
 from .records import RecordWriter, record
 from .targets import Target

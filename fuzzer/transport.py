@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from amqpfuzz.spec import AmqpfuzzError, RemoteProtocolError
-from amqpfuzz.spec.codec import (
+from amqpfuzz.spec.amqp091.codec import (
     Codec,
     Frame,
     FrameReader,
@@ -29,7 +29,7 @@ from amqpfuzz.spec.codec import (
     codec_for,
     raw,
 )
-from amqpfuzz.spec.model import ZERO_VALUES
+from amqpfuzz.spec.amqp091.model import ZERO_VALUES
 
 from .targets import Target
 

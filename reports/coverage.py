@@ -20,7 +20,7 @@ from typing import Any
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from amqpfuzz.spec import load
+from amqpfuzz.spec.amqp091 import load
 
 __all__ = ["DIMENSIONS", "coverage", "spec_totals"]
 

@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, NoReturn
 
-from amqpfuzz.spec import Rule, Spec, load
+from amqpfuzz.spec.amqp091 import Rule, Spec, load
 
 from .model import SameAs, Scenario, ScenarioError, Step, file_name, normalise
 from .steps import StepChecker

@@ -13,7 +13,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, NoReturn
 
-from amqpfuzz.spec import Field, Method, Spec, load
+from amqpfuzz.spec.amqp091 import Field, Method, Spec, load
 
 from .model import ScenarioError, Step
 from .vocabulary import MATCHERS, STEPS, VARIABLES

@@ -1,9 +1,12 @@
-"""The AMQP specifications as data: vendored XML, an lxml loader, an immutable model, the codec.
+"""The AMQP specifications as data: vendored XML, a registry of protocols, a model per family.
 
 >>> from amqpfuzz.spec import load
->>> spec = load("0-9-1")
->>> spec.method("basic.publish").key
+>>> load("0-9-1").method("basic.publish").key
 (60, 40)
+
+Each family has a package of its own: :mod:`.amqp091` (0-8, 0-9, 0-9-1: model, loader,
+codec), :mod:`.amqp010` (0-10) and :mod:`.amqp10` (1.0); :mod:`.registry` says which protocol
+belongs to which.
 """
 
 from .errors import (
@@ -13,36 +16,29 @@ from .errors import (
     RemoteProtocolError,
     SpecError,
 )
-from .model import AmqpClass, Assert, Constant, Domain, Field, Method, Rule, Spec
-from .protocols import (
+from .registry import (
     DEFAULT_PROTOCOL,
-    FAMILY,
+    FAMILIES,
     PROTOCOLS,
     AnySpec,
+    family_of,
     load,
-    load_any,
     load_file,
+    protocols_of,
 )
 
 __all__ = [
     "DEFAULT_PROTOCOL",
-    "FAMILY",
+    "FAMILIES",
     "PROTOCOLS",
-    "AmqpClass",
     "AmqpfuzzError",
     "AnySpec",
-    "Assert",
-    "Constant",
-    "Domain",
-    "Field",
     "LocalProtocolError",
-    "Method",
     "ProtocolError",
     "RemoteProtocolError",
-    "Rule",
-    "Spec",
     "SpecError",
+    "family_of",
     "load",
-    "load_any",
     "load_file",
+    "protocols_of",
 ]

@@ -1,9 +1,15 @@
 """Hypothesis strategies for AMQP, derived from the specification model.
 
-Nothing here is written per method: every strategy is assembled from the loaded specification
-(``protocol``: ``0-9-1`` by default, or ``0-9-1-rabbit``, ``0-9``, ``0-8``), so a method or
-domain added to a specification file gets strategies with no code change. Factories check their
-arguments when called and raise :class:`hypothesis.errors.InvalidArgument` with a clear message.
+Every protocol family has a package of its own (:mod:`.amqp091` for 0-8, 0-9 and 0-9-1) with
+the strategies of its wire format; this module gives what every family has, the same way for
+each, and re-exports the 0-9-1 family's own strategies (values, arguments, frames, content).
+Nothing is written per method: a method or domain added to a specification file gets strategies
+with no code change. Factories check their arguments when called and raise
+:class:`hypothesis.errors.InvalidArgument` with a clear message.
+
+A case is read from one blob of bytes (Hypothesis spends more on each of its own choices than
+a frame is worth): zeros read as the first method or operator and the simplest arguments, so
+shrinking the blob shrinks the case.
 
 >>> from amqpfuzz.strategies import method_frames
 >>> method_frames("queue.declare").example()  # doctest: +SKIP
@@ -12,28 +18,35 @@ queue.declare(ch=1, queue='a', passive=False, ...)
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import importlib
+from collections.abc import Sequence
+from types import ModuleType
 from typing import Any
 
 from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
 
-from amqpfuzz.spec import FAMILY, Method, Spec, load
-from amqpfuzz.spec.codec import DIALECTS, Frame, MethodFrame, codec_for
-from amqpfuzz.spec.model import PRIMITIVE_TYPES
+from amqpfuzz.spec import PROTOCOLS, family_of
 
-from .cases import CASE_CHANNEL, Case, Reaction, WireFrame
-from .frames import BLOB, argument_builder, blobs, content_frames, method_frames_of, sequences_of
-from .mutations import Context, Mutation, malformed, malformed_builder
-from .operators import catalogue
-from .source import Source, table_generator, type_generator
-from .valid import valid_builder
+from .amqp091 import (
+    CASE_CHANNEL,
+    WireFrame,
+    arguments,
+    content,
+    domain_values,
+    field_arrays,
+    field_tables,
+    frame_sequences,
+    method_frames,
+)
+from .cases import Case, Code, Reaction, Step
 
 __all__ = [
     "CASE_CHANNEL",
     "Case",
-    "Mutation",
+    "Code",
     "Reaction",
+    "Step",
     "WireFrame",
     "arguments",
     "content",
@@ -45,245 +58,54 @@ __all__ = [
     "fuzz_cases",
     "malformed_cases",
     "method_frames",
-    "mutations",
+    "operators",
+    "valid_cases",
 ]
 
 
-# -- argument checks -------------------------------------------------------------------------------
-
-
-def _spec(protocol: str | Spec) -> Spec:
-    if isinstance(protocol, Spec):
-        return protocol
-    if protocol not in FAMILY:
-        raise InvalidArgument(f"protocol={protocol!r}: strategies exist for {', '.join(FAMILY)}")
-    return load(protocol)
-
-
-def _dialect(dialect: str) -> str:
-    if dialect not in DIALECTS:
-        raise InvalidArgument(f"dialect={dialect!r}: must be one of {', '.join(DIALECTS)}")
-    return dialect
-
-
-def _method(spec: Spec, name: str) -> Method:
+def _family(protocol: str) -> ModuleType:
+    """The strategies package of ``protocol``'s family (InvalidArgument if it has none)."""
+    if not isinstance(protocol, str) or protocol not in PROTOCOLS:
+        raise InvalidArgument(f"protocol={protocol!r}: known protocols are {list(PROTOCOLS)}")
     try:
-        return spec.method(name)
-    except KeyError:
-        raise InvalidArgument(f"method={name!r}: AMQP {spec.protocol} has no such method") from None
+        return importlib.import_module(f"{__name__}.{family_of(protocol)}")
+    except ModuleNotFoundError:
+        raise InvalidArgument(f"protocol={protocol!r}: no strategies for it yet") from None
 
 
-def _channel(channel: int) -> int:
-    if not isinstance(channel, int) or not (channel == CASE_CHANNEL or 0 <= channel <= 0xFFFF):
-        raise InvalidArgument(f"channel={channel!r}: must be 0..65535")
-    return channel
-
-
-def _frame_max(spec: Spec, frame_max: int) -> int:
-    least = spec.constant("frame-min-size").value
-    if not isinstance(frame_max, int) or not least <= frame_max < 2**32:
-        raise InvalidArgument(f"frame_max={frame_max!r}: must be at least frame-min-size ({least})")
-    return frame_max
-
-
-def _depth(max_depth: int) -> int:
-    if not isinstance(max_depth, int) or max_depth < 0:
-        raise InvalidArgument(f"max_depth={max_depth!r}: must be a non-negative int")
-    return max_depth
-
-
-def _selected(
-    spec: Spec, method: str | None, amqp_class: str | None, chassis: str | None
-) -> list[Method]:
-    if chassis not in (None, "client", "server"):
-        raise InvalidArgument(f"chassis={chassis!r}: must be 'client', 'server' or None")
-    if method is not None:
-        chosen = [_method(spec, method)]
-    elif amqp_class is not None:
-        names = [c.name for c in spec.classes]
-        if amqp_class not in names:
-            raise InvalidArgument(f"amqp_class={amqp_class!r}: AMQP {spec.protocol} has {names}")
-        chosen = list(spec.amqp_class(amqp_class).methods)
-    else:
-        chosen = list(spec.methods)
-    if chassis is not None:
-        chosen = [m for m in chosen if m.sent_by(chassis)]
-    if not chosen:
-        raise InvalidArgument(
-            f"no method of AMQP {spec.protocol} matches {method=} {amqp_class=} {chassis=}"
-        )
-    return chosen
-
-
-# -- values and frames -----------------------------------------------------------------------------
-
-
-def domain_values(
-    domain: str, *, protocol: str | Spec = "0-9-1", dialect: str = "rabbit", typed: bool = False
-) -> st.SearchStrategy[Any]:
-    """Values of a domain (``queue-name``) or a primitive type (``shortstr``).
-
-    Values honour the domain's asserts (notnull, length, regexp, syntax) and, about a third of
-    the time, sit on a boundary the type and asserts imply (0, 1 and the maximum of each
-    integer width; strings of 0, 1, 127, 128 and the maximum length allowed). Shrinks towards
-    zero and the empty (or shortest allowed) string.
-    """
-    spec = _spec(protocol)
-    _dialect(dialect)
-    if domain in PRIMITIVE_TYPES:
-        gen = type_generator(domain, (), dialect, typed)
-    else:
-        try:
-            found = spec.domain(domain)
-        except KeyError:
-            raise InvalidArgument(
-                f"domain={domain!r}: AMQP {spec.protocol} has no such domain or type"
-            ) from None
-        gen = type_generator(found.type, found.asserts, dialect, typed)
-    return blobs().map(lambda blob: gen(Source(blob)))
-
-
-def arguments(
-    method: str,
-    *,
-    protocol: str | Spec = "0-9-1",
-    dialect: str = "rabbit",
-    prefix: str | None = None,
-) -> st.SearchStrategy[dict[str, Any]]:
-    """Arguments of ``method`` as ``{field identifier: value}``.
-
-    Reserved fields keep their zero value. With ``prefix``, every queue name, exchange name and
-    routing key starts with it (or is empty), so a campaign only touches what it created.
-    Shrinks field by field towards zero values.
-    """
-    spec = _spec(protocol)
-    found = _method(spec, method)
-    build = argument_builder(found, _dialect(dialect), False, prefix)
-    names = [f.attr for f in found.fields]
-    return blobs().map(lambda blob: dict(zip(names, build(Source(blob)), strict=True)))
-
-
-def method_frames(
-    method: str | None = None,
-    *,
-    amqp_class: str | None = None,
-    chassis: str | None = None,
-    channel: int = 1,
-    protocol: str | Spec = "0-9-1",
-    dialect: str = "rabbit",
-    prefix: str | None = None,
-) -> st.SearchStrategy[MethodFrame]:
-    """Method frames for one method, one class, one chassis, or every method.
-
-    ``chassis="client"`` gives the methods a client may send (those the server implements),
-    ``"server"`` the ones a server sends. Shrinks towards the first method of the selection in
-    the XML's order, then towards zero argument values.
-    """
-    spec = _spec(protocol)
-    methods = _selected(spec, method, amqp_class, chassis)
-    return method_frames_of(methods, _channel(channel), dialect=_dialect(dialect), prefix=prefix)
-
-
-def content(
-    amqp_class: str = "basic",
-    *,
-    channel: int = 1,
-    frame_max: int = 131072,
-    max_body: int | None = None,
-    protocol: str | Spec = "0-9-1",
-    dialect: str = "rabbit",
-) -> st.SearchStrategy[list[Frame]]:
-    """A content header with any subset of the class's properties, and the body frames that
-    carry its body split by ``frame_max``.
-
-    Body sizes mix in 0, 1, a frame exactly full (``frame_max - 8``) and one byte more.
-    Shrinks towards no properties and an empty body.
-    """
-    spec = _spec(protocol)
-    names = [c.name for c in spec.classes if c.properties]
-    if amqp_class not in names:
-        raise InvalidArgument(f"amqp_class={amqp_class!r}: content classes are {names}")
-    if max_body is not None and (not isinstance(max_body, int) or max_body < 0):
-        raise InvalidArgument(f"max_body={max_body!r}: must be a non-negative int")
-    return content_frames(
-        spec,
-        amqp_class,
-        _channel(channel),
-        _frame_max(spec, frame_max),
-        dialect=_dialect(dialect),
-        max_body=max_body,
-    )
-
-
-def frame_sequences(
-    method: str | None = None,
-    *,
-    amqp_class: str | None = None,
-    chassis: str | None = "client",
-    channel: int = 1,
-    frame_max: int = 131072,
-    max_body: int | None = None,
-    protocol: str | Spec = "0-9-1",
-    dialect: str = "rabbit",
-    prefix: str | None = None,
-) -> st.SearchStrategy[list[Frame]]:
-    """Sequences that are valid on the wire: a method, then, if it carries content, its
-    header and bodies, all on ``channel``. Shrinks like :func:`method_frames`, then the
-    content like :func:`content`."""
-    spec = _spec(protocol)
-    _dialect(dialect)
-    _frame_max(spec, frame_max)
-    methods = _selected(spec, method, amqp_class, chassis)
-    channel = _channel(channel)
-
-    return sequences_of(
-        spec, methods, channel, frame_max, dialect=dialect, prefix=prefix, max_body=max_body
-    )
-
-
-def field_tables(
-    *, dialect: str = "rabbit", typed: bool = False, max_depth: int = 3
-) -> st.SearchStrategy[dict[str, Any]]:
-    """Field tables with entries of every type code of ``dialect``, nested up to
-    ``max_depth`` tables or arrays deep. With ``typed`` every entry is a
-    :class:`~amqpfuzz.spec.codec.FieldValue` (its exact type code); otherwise plain Python
-    values, wrapped only where a plain value cannot say its type (an unsigned byte).
-    Shrinks towards the empty table."""
-    gen = table_generator(_dialect(dialect), typed, _depth(max_depth))
-    return blobs(512).map(lambda blob: gen(Source(blob)))
-
-
-def field_arrays(
-    *, dialect: str = "rabbit", typed: bool = False, max_depth: int = 3
-) -> st.SearchStrategy[list[Any]]:
-    """Field arrays, with the entries of :func:`field_tables`. Shrinks towards the empty array."""
-    gen = table_generator(_dialect(dialect), typed, _depth(max_depth), array=True)
-    return blobs(512).map(lambda blob: gen(Source(blob)))
-
-
-# -- mutations -------------------------------------------------------------------------------------
-
-
-def mutations(protocol: str | Spec = "0-9-1") -> tuple[Mutation, ...]:
-    """The mutation operators that apply to ``protocol``, in catalogue order."""
-    return catalogue(_spec(protocol))
+def operators(protocol: str = "0-9-1") -> tuple[Any, ...]:
+    """The mutation operators that apply to ``protocol``, in catalogue order: each has a
+    ``name``, what it breaks (``description``, ``breaks``), its ``level`` and the reaction the
+    specification requires (``reaction(spec)``)."""
+    return tuple(_family(protocol).operators(protocol))
 
 
 def fuzz_cases(
     operators: Sequence[str] | None = None,
     *,
     valid_share: float = 0.25,
-    protocol: str | Spec = "0-9-1",
+    protocol: str = "0-9-1",
     frame_max: int = 131072,
-    dialect: str = "rabbit",
     prefix: str | None = None,
+    **options: Any,
 ) -> st.SearchStrategy[Case]:
-    """What a campaign sends: valid cases (any channel-level method a client may send, with
-    the reaction its method requires) about ``valid_share`` of the time, malformed cases
-    (:func:`malformed_cases`) otherwise. One blob decides which and feeds the case, so
-    Hypothesis shrinks towards a valid case of the first method, then the first operator."""
-    build = _fuzz_builder(operators, valid_share, protocol, frame_max, dialect, prefix)
-    return blobs().map(build)
+    """What a campaign sends: valid cases (any method a client may send on an open channel,
+    with the reaction its method requires) about ``valid_share`` of the time, malformed cases
+    (:func:`malformed_cases`) otherwise. ``frame_max`` is the one negotiated on the
+    connection the cases will run on; with ``prefix``, every name a case creates starts with
+    it. ``options`` go to the family (0-9-1: ``dialect``). One blob decides which kind and
+    feeds the case, so Hypothesis shrinks towards a valid case of the first method, then the
+    first operator."""
+    family = _family(protocol)
+    build = family.case_builder(
+        protocol,
+        operators=operators,
+        valid_share=valid_share,
+        frame_max=frame_max,
+        prefix=prefix,
+        **options,
+    )
+    return _blobs(family).map(build)
 
 
 def fuzz_batches(
@@ -291,77 +113,73 @@ def fuzz_batches(
     operators: Sequence[str] | None = None,
     *,
     valid_share: float = 0.25,
-    protocol: str | Spec = "0-9-1",
+    protocol: str = "0-9-1",
     frame_max: int = 131072,
-    dialect: str = "rabbit",
     prefix: str | None = None,
+    **options: Any,
 ) -> st.SearchStrategy[list[Case]]:
     """``size`` cases of :func:`fuzz_cases` from one draw: Hypothesis chooses a random number
     generator, which fills each case's blob. Hypothesis draws bytes one at a time, which costs
     more than building the case; a campaign draws batches this way to send cases as fast as a
     broker answers. A batch does not shrink as a whole: a case shrinks on its own, through
     :func:`fuzz_cases` with the same arguments, starting from its ``blob``."""
-    if size < 1:
+    if not isinstance(size, int) or size < 1:
         raise InvalidArgument(f"size={size!r}: a batch holds at least one case")
-    build = _fuzz_builder(operators, valid_share, protocol, frame_max, dialect, prefix)
-    return st.randoms(use_true_random=True).map(
-        lambda rnd: [build(rnd.randbytes(BLOB)) for _ in range(size)]
+    family = _family(protocol)
+    build = family.case_builder(
+        protocol,
+        operators=operators,
+        valid_share=valid_share,
+        frame_max=frame_max,
+        prefix=prefix,
+        **options,
     )
-
-
-def _fuzz_builder(
-    operators: Sequence[str] | None,
-    valid_share: float,
-    protocol: str | Spec,
-    frame_max: int,
-    dialect: str,
-    prefix: str | None,
-) -> Callable[[bytes], Case]:
-    if not 0.0 <= valid_share <= 1.0:
-        raise InvalidArgument(f"valid_share={valid_share!r}: must be between 0 and 1")
-    spec = _spec(protocol)
-    chosen = _operators(spec, operators)
-    context = Context(spec, codec_for(spec, _dialect(dialect)), _frame_max(spec, frame_max), prefix)
-    good = valid_builder(spec, context.codec, context.channel_methods, frame_max, prefix=prefix)
-    bad = malformed_builder(chosen, context)
-    cut = round(valid_share * 256)
-
-    def build(blob: bytes) -> Case:
-        src = Source(blob)
-        return good(src) if src.byte() < cut else bad(src)
-
-    return build
-
-
-def _operators(spec: Spec, operators: Sequence[str] | None) -> list[Mutation]:
-    available = {op.name: op for op in catalogue(spec)}
-    if operators is None:
-        return list(available.values())
-    unknown = [name for name in operators if name not in available]
-    if unknown or not operators:
-        raise InvalidArgument(
-            f"operators={list(operators)!r}: known operators are {list(available)}"
-        )
-    return [available[name] for name in operators]
+    blob = family.BLOB
+    return st.randoms(use_true_random=True).map(
+        lambda rnd: [build(rnd.randbytes(blob)) for _ in range(size)]
+    )
 
 
 def malformed_cases(
     operators: Sequence[str] | None = None,
     *,
-    protocol: str | Spec = "0-9-1",
+    protocol: str = "0-9-1",
     frame_max: int = 131072,
-    dialect: str = "rabbit",
     prefix: str | None = None,
+    **options: Any,
 ) -> st.SearchStrategy[Case]:
     """Malformed cases: an operator and the valid frames it breaks, drawn together.
 
-    ``operators`` names the operators to use (all that apply to the protocol by default);
-    ``frame_max`` is the frame-max negotiated on the connection the cases will run on. Each
+    ``operators`` names the operators to use (all that apply to the protocol by default). Each
     case carries its exact bytes (:meth:`Case.render`), a readable repr naming the operator,
     and the reaction the specification requires. Shrinks towards the first operator of the
     catalogue and then towards that operator's simplest frames.
     """
-    spec = _spec(protocol)
-    chosen = _operators(spec, operators)
-    context = Context(spec, codec_for(spec, _dialect(dialect)), _frame_max(spec, frame_max), prefix)
-    return malformed(chosen, context)
+    family = _family(protocol)
+    build = family.malformed_case_builder(
+        protocol, operators, frame_max=frame_max, prefix=prefix, **options
+    )
+    return _blobs(family).map(build)
+
+
+def valid_cases(
+    methods: Sequence[str] | None = None,
+    *,
+    protocol: str = "0-9-1",
+    frame_max: int = 131072,
+    prefix: str | None = None,
+    **options: Any,
+) -> st.SearchStrategy[Case]:
+    """Valid cases of ``methods`` (by default every method a client may send on an open
+    channel): the method, its content if it carries one, and the reaction its method requires.
+    Shrinks towards the first method named and its simplest arguments."""
+    family = _family(protocol)
+    build = family.valid_case_builder(
+        protocol, methods, frame_max=frame_max, prefix=prefix, **options
+    )
+    return _blobs(family).map(build)
+
+
+def _blobs(family: ModuleType) -> st.SearchStrategy[bytes]:
+    size: int = family.BLOB
+    return st.binary(min_size=size, max_size=size)

@@ -1,72 +1,43 @@
-"""What a fuzz case is: the frames to send, readable and exact, and the reaction required.
+"""What a fuzz case is, whatever the protocol: steps to send, and the reaction required.
 
-A case is built before the fuzzer knows which channel it will run on, so its frames name their
-channel symbolically (:data:`CASE_CHANNEL`) and :meth:`Case.render` fills it in; everything
-else is fixed bytes, so the exact bytes of any run are always recoverable.
+A case is built before the fuzzer knows where it will run (which channel, session or link), so
+its steps render themselves there (:meth:`Case.render`); everything else is fixed bytes, so the
+exact bytes of any run are always recoverable. A family's strategies make the steps (0-9-1's
+are :class:`~amqpfuzz.strategies.amqp091.wire.WireFrame`); the reaction is said in a vocabulary
+every protocol shares: the reply, or the close of a *scope* (connection, channel, session,
+link) with one of the codes (0-9-1's reply codes, 1.0's error conditions) the spec names.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import Any, Protocol
 
-from amqpfuzz.spec import Constant, Spec
-from amqpfuzz.spec.codec import Codec, Frame, ProtocolHeader, raw
-
-__all__ = ["CASE_CHANNEL", "Case", "Reaction", "WireFrame", "label_of", "wire_frame"]
-
-# The channel a case runs on, chosen by the fuzzer when it sends the case.
-CASE_CHANNEL = -1
+__all__ = ["Case", "Code", "Reaction", "Step"]
 
 
-class WireFrame(NamedTuple):
-    """One frame as bytes, with the header fields a mutation may have changed.
-
-    ``channel`` is a number or :data:`CASE_CHANNEL`; ``size`` overrides the size field;
-    ``end`` is the frame-end octet; ``trailer`` is sent right after the frame (the filler a
-    lying size field reads into); ``verbatim`` replaces the whole frame (a protocol header).
-    ``source`` is the valid frame this one was made from and ``note`` what was done to it;
-    :attr:`label` puts them into words only when somebody reads it.
-    """
-
-    frame_type: int
-    channel: int
-    payload: bytes
-    note: str = ""
-    size: int | None = None
-    end: int = raw.FRAME_END
-    trailer: bytes = b""
-    verbatim: bytes | None = None
-    source: Frame | None = None
-
-    def render(self, channel: int) -> bytes:
-        if self.verbatim is not None:
-            return self.verbatim
-        number = channel if self.channel == CASE_CHANNEL else self.channel
-        framed = raw.frame(self.frame_type, number, self.payload, size=self.size, end=self.end)
-        return framed + self.trailer
+class Code(Protocol):
+    """A reply code or error condition of a specification: its name, its value on the wire,
+    and the scope an error with it closes."""
 
     @property
-    def label(self) -> str:
-        base = label_of(self.source) if self.source is not None else ""
-        return f"{base} {self.note}".strip() if base else self.note
+    def name(self) -> str: ...
 
-    def __repr__(self) -> str:
-        return self.label
+    @property
+    def value(self) -> int | str: ...
 
-
-def label_of(frame: Frame) -> str:
-    """A frame's repr, with the symbolic channel shown as ``N``."""
-    return repr(frame).replace(f"ch={CASE_CHANNEL}", "ch=N")
+    @property
+    def scope(self) -> str: ...
 
 
-def wire_frame(codec: Codec, frame: Frame) -> WireFrame:
-    """A valid frame as a :class:`WireFrame` (its channel may be :data:`CASE_CHANNEL`)."""
-    if isinstance(frame, ProtocolHeader):
-        return WireFrame(0, 0, b"", verbatim=frame.data, source=frame)
-    frame_type, payload = codec.payload(frame)
-    return WireFrame(frame_type, frame.channel, payload, source=frame)
+class Step(Protocol):
+    """One frame (or other unit) of a case, as exact bytes once its place is known."""
+
+    def render(self, channel: int) -> bytes: ...
+
+    @property
+    def label(self) -> str: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,49 +45,65 @@ class Reaction:
     """What the specification requires the broker to do with a case.
 
     ``outcome`` is ``reply`` (the responses named, or nothing for an asynchronous method, and
-    the channel stays open), ``channel-close`` or ``connection-close``. ``codes`` are the reply
-    codes accepted, the specification's first. ``or_reply`` marks cases the specification does
-    not forbid outright (a deeply nested table): the broker may accept them, but must stay up.
-    ``tolerated`` are, for a valid frame, the codes its method's rules name: arguments drawn
-    at random may well ask for a queue that does not exist, and the specification says which
-    close answers that.
+    the channel stays open) or ``<scope>-close`` (``channel-close``, ``connection-close``, ...).
+    ``codes`` are the codes accepted, the specification's first. ``or_reply`` marks cases the
+    specification does not forbid outright (a deeply nested table): the broker may accept
+    them, but must stay up. ``tolerated`` are, for a valid case, the codes its method's rules
+    name: arguments drawn at random may well ask for a queue that does not exist, and the
+    specification says which close answers that.
     """
 
     outcome: str
-    codes: tuple[Constant, ...] = ()
+    codes: tuple[Code, ...] = ()
     responses: tuple[str, ...] = ()
     or_reply: bool = False
-    tolerated: tuple[Constant, ...] = ()
+    tolerated: tuple[Code, ...] = ()
 
     @classmethod
-    def error(cls, spec: Spec, *names: str, or_reply: bool = False) -> Reaction:
-        """The close the named reply-code constants require: a hard error closes the connection.
-
-        The first name decides hard or soft; every name must be a constant of ``spec``.
-        """
-        codes = tuple(spec.constant(name) for name in names)
-        outcome = "connection-close" if codes[0].is_hard_error else "channel-close"
-        return cls(outcome, codes, or_reply=or_reply)
+    def error(cls, codes: Sequence[Code], *, or_reply: bool = False) -> Reaction:
+        """The close the codes require: the first one's scope is what closes."""
+        return cls(f"{codes[0].scope}-close", tuple(codes), or_reply=or_reply)
 
     @classmethod
-    def reply(cls, responses: Sequence[str] = (), tolerated: Sequence[Constant] = ()) -> Reaction:
+    def reply(cls, responses: Sequence[str] = (), tolerated: Sequence[Code] = ()) -> Reaction:
         return cls("reply", (), tuple(responses), tolerated=tuple(tolerated))
 
-    def accepts(self, outcome: str, code: int | None) -> bool:
-        """Whether a broker's reaction (an outcome kind and its reply code) is what this
-        reaction allows."""
+    def accepts(self, outcome: str, code: int | str | None) -> bool:
+        """Whether a broker's reaction (an outcome and its code) is what this allows."""
         if self.outcome == "reply":
-            return outcome == "reply" or (
-                outcome in ("channel-close", "connection-close")
-                and any(c.value == code and _kind(c) == outcome for c in self.tolerated)
+            return outcome == "reply" or any(
+                c.value == code and f"{c.scope}-close" == outcome for c in self.tolerated
             )
         if outcome == "reply":
             return self.or_reply
         return outcome == self.outcome and any(c.value == code for c in self.codes)
 
     @property
-    def code(self) -> int | None:
+    def code(self) -> int | str | None:
         return self.codes[0].value if self.codes else None
+
+    def as_dict(self) -> dict[str, Any]:
+        """The reaction as JSON data (a reproducer keeps it), codes by name and value."""
+        return {
+            "outcome": self.outcome,
+            "codes": [{"name": c.name, "value": c.value} for c in self.codes],
+            "responses": list(self.responses),
+            "or_reply": self.or_reply,
+            "tolerated": [{"name": c.name, "value": c.value} for c in self.tolerated],
+            "text": str(self),
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], code: Callable[[str], Code]) -> Reaction:
+        """The reaction :meth:`as_dict` wrote; ``code`` finds a code by name in the spec.
+        Raises KeyError or TypeError for data that is not one."""
+        return cls(
+            str(data["outcome"]),
+            tuple(code(c["name"]) for c in data["codes"]),
+            tuple(str(r) for r in data["responses"]),
+            bool(data["or_reply"]),
+            tuple(code(c["name"]) for c in data["tolerated"]),
+        )
 
     def __str__(self) -> str:
         if self.outcome == "reply":
@@ -125,29 +112,27 @@ class Reaction:
         return f"{self.outcome} {codes}" + (" (or accepted)" if self.or_reply else "")
 
 
-def _kind(constant: Constant) -> str:
-    return "connection-close" if constant.is_hard_error else "channel-close"
-
-
 @dataclass(frozen=True, slots=True)
 class Case:
-    """Frames to send on one connection and the reaction the specification requires.
+    """Steps to send on one connection and the reaction the specification requires.
 
-    ``channel`` says what the fuzzer must provide before sending: ``open`` (an open channel,
-    the case's :data:`CASE_CHANNEL`), ``fresh`` (a channel opened for this case alone, on which
-    nothing has happened yet), ``closed`` (a channel number that is not open), or ``none`` (the
-    case uses channel 0 or names its channels itself).
+    ``operator`` is the mutation operator that broke it (None: a valid case); ``level`` is the
+    operator's (``frame``, ``sequence``, ``rule``). ``channel`` says what the fuzzer must
+    provide before sending: ``open`` (an open channel or session, the case's own), ``fresh``
+    (one opened for this case alone, on which nothing has happened yet), ``closed`` (a number
+    that is not open), or ``none`` (the case uses channel 0 or names its channels itself).
     """
 
-    steps: tuple[WireFrame, ...]
+    steps: tuple[Step, ...]
     expected: Reaction
     spec_ref: str
-    mutation: str | None = None
+    operator: str | None = None
     channel: str = "open"
     note: str = ""
-    frames: tuple[Frame, ...] = field(default=(), compare=False)
+    frames: tuple[Any, ...] = field(default=(), compare=False)
     # the drawn blob the case was read from: drawing it again gives the same case
     blob: bytes = field(default=b"", compare=False, repr=False)
+    level: str | None = None
 
     def render(self, channel: int = 1) -> bytes:
         """The exact bytes of the case when run on ``channel``."""
@@ -157,8 +142,15 @@ class Case:
     def kills_connection(self) -> bool:
         return self.expected.outcome == "connection-close"
 
+    @property
+    def rule_ref(self) -> bool:
+        """Whether the spec reference says what is broken: a valid case's method, or the rule
+        a rule-breaking operator broke (the same operator breaks different rules, each its own
+        defect). A frame-level operator breaks whatever method it happened to draw."""
+        return self.operator is None or self.level == "rule"
+
     def __repr__(self) -> str:
-        head = f"{self.mutation or 'valid'} [{self.spec_ref}]"
+        head = f"{self.operator or 'valid'} [{self.spec_ref}]"
         if self.note:
             head += f": {self.note}"
         body = "".join(f"\n  {step.label}" for step in self.steps)

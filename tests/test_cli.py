@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from amqpfuzz.fuzzer.cli import cli
-from amqpfuzz.spec import PROTOCOLS, load_any
+from amqpfuzz.spec import PROTOCOLS, load
 
 AMQPFUZZ = shutil.which("amqpfuzz", path=str(Path(sys.executable).parent))
 
@@ -28,7 +28,7 @@ def test_json_inventory_per_protocol(protocol: str) -> None:
     assert code == 0
     described = json.loads(out)
     assert described["protocol"] == protocol
-    assert described["counts"] == load_any(protocol).inventory()
+    assert described["counts"] == load(protocol).inventory()
     assert all(Path(s).is_file() for s in described["sources"])
 
 
@@ -47,7 +47,7 @@ def test_table_is_the_default() -> None:
     code, out, _ = _run("spec", "--protocol", "0-8")
     assert code == 0
     assert "AMQP 0-8" in out and "methods" in out
-    assert str(load_any("0-8").inventory()["methods"]) in out
+    assert str(load("0-8").inventory()["methods"]) in out
 
 
 def test_users_own_file(tmp_path: Path) -> None:
@@ -102,12 +102,12 @@ def test_console_script_is_installed_and_fails_cleanly(tmp_path: Path) -> None:
 
 
 def test_mutations_lists_the_catalogue_with_reactions_from_the_spec() -> None:
-    from amqpfuzz.strategies import mutations
+    from amqpfuzz.strategies import operators
 
     code, out, _ = _run("mutations", "--json")
     assert code == 0
     listed = json.loads(out)["operators"]
-    assert [row["name"] for row in listed] == [op.name for op in mutations("0-9-1")]
+    assert [row["name"] for row in listed] == [op.name for op in operators("0-9-1")]
     frame_end = next(row for row in listed if row["name"] == "frame-end")
     assert frame_end["reaction"] == "connection-close"
     assert frame_end["codes"] == [{"name": "frame-error", "value": 501}]

@@ -18,8 +18,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 DECOY = "raise ImportError('decoy {name}/ was imported instead of amqpfuzz.{name}')\n"
 PROBE = """
-import amqpfuzz.spec, amqpfuzz.spec.codec, amqpfuzz.fuzzer
-from amqpfuzz.spec.codec import codec_for
+import amqpfuzz.spec, amqpfuzz.spec.amqp091.codec, amqpfuzz.fuzzer
+from amqpfuzz.spec.amqp091.codec import codec_for
 codec = codec_for("0-9-1")
 frame = codec.method("basic.publish", 1, routing_key="q")
 assert codec.decode(codec.encode(frame)) == frame

@@ -10,11 +10,11 @@ from amqpfuzz.fuzzer.names import created_names
 from amqpfuzz.fuzzer.runner import Runner
 from amqpfuzz.fuzzer.targets import Target, parse_target
 from amqpfuzz.fuzzer.transport import Connection, Outcome
-from amqpfuzz.spec import load
-from amqpfuzz.spec.codec import codec_for, raw
-from amqpfuzz.spec.model import ZERO_VALUES
+from amqpfuzz.spec.amqp091 import load
+from amqpfuzz.spec.amqp091.codec import codec_for, raw
+from amqpfuzz.spec.amqp091.model import ZERO_VALUES
 from amqpfuzz.strategies import Case
-from amqpfuzz.strategies.cases import wire_frame
+from amqpfuzz.strategies.amqp091.wire import wire_frame
 
 SPEC = load("0-9-1")
 CODEC = codec_for(SPEC)

@@ -19,7 +19,8 @@ from pathlib import Path
 from lxml import etree
 
 from amqpfuzz.scenarios import normalise
-from amqpfuzz.spec import PROTOCOLS, load
+from amqpfuzz.spec import PROTOCOLS
+from amqpfuzz.spec.amqp091 import load
 
 DATA = Path(__file__).parent / "data"
 XML_0_9_1 = PROTOCOLS["0-9-1"].paths[0]

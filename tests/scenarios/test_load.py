@@ -16,7 +16,8 @@ from amqpfuzz.scenarios import (
     load_scenario,
 )
 from amqpfuzz.scenarios.steps import StepChecker
-from amqpfuzz.spec import AmqpfuzzError, load
+from amqpfuzz.spec import AmqpfuzzError
+from amqpfuzz.spec.amqp091 import load
 
 # -- the files as they are ------------------------------------------------------------------
 

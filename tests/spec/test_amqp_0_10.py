@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from lxml import etree
 
-from amqpfuzz.spec.amqp_0_10 import (
+from amqpfuzz.spec.amqp010.model import (
     DEFAULT_PATH,
     Command,
     Control,

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from lxml import etree
 
-from amqpfuzz.spec.amqp_1_0 import (
+from amqpfuzz.spec.amqp10.model import (
     DEFAULT_PARTS,
     CompositeType,
     PrimitiveType,

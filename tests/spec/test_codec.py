@@ -11,8 +11,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from wire_values import plain_tables, typed_tables, value_for, values_for
 
-from amqpfuzz.spec import FAMILY, LocalProtocolError, RemoteProtocolError, load
-from amqpfuzz.spec.codec import (
+from amqpfuzz.spec import LocalProtocolError, RemoteProtocolError, protocols_of
+
+from amqpfuzz.spec.amqp091 import load
+from amqpfuzz.spec.amqp091.codec import (
     Codec,
     ContentBody,
     ContentHeader,
@@ -25,7 +27,7 @@ from amqpfuzz.spec.codec import (
     encode_table,
     raw,
 )
-from amqpfuzz.spec.codec.tables import MAX_DEPTH
+from amqpfuzz.spec.amqp091.codec.tables import MAX_DEPTH
 from amqpfuzz.spec.errors import (
     FrameError,
     SyntaxFieldError,
@@ -34,7 +36,7 @@ from amqpfuzz.spec.errors import (
 )
 
 SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-ALL_METHODS = [(p, m.full_name) for p in FAMILY for m in load(p).methods]
+ALL_METHODS = [(p, m.full_name) for p in protocols_of("amqp091") for m in load(p).methods]
 
 
 @pytest.mark.parametrize(

@@ -43,8 +43,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from amqpfuzz.spec import load
-from amqpfuzz.spec.codec import (
+from amqpfuzz.spec.amqp091 import load
+from amqpfuzz.spec.amqp091.codec import (
     Codec,
     ContentBody,
     ContentHeader,
@@ -55,7 +55,7 @@ from amqpfuzz.spec.codec import (
     codec_for,
 )
 from amqpfuzz.spec.errors import LocalProtocolError
-from amqpfuzz.spec.model import ZERO_VALUES, Field, Method
+from amqpfuzz.spec.amqp091.model import ZERO_VALUES, Field, Method
 
 # pamqp warns when basic.recover-async is built; that is the point of building it here.
 pytestmark = pytest.mark.filterwarnings("ignore:This command is deprecated:DeprecationWarning")

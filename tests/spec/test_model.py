@@ -8,8 +8,10 @@ from pathlib import Path
 import pytest
 from lxml import etree
 
-from amqpfuzz.spec import FAMILY, PROTOCOLS, Spec, SpecError, load, load_file
-from amqpfuzz.spec.loader import load_family_file
+from amqpfuzz.spec import PROTOCOLS, SpecError, load_file, protocols_of
+
+from amqpfuzz.spec.amqp091 import Spec, load
+from amqpfuzz.spec.amqp091.loader import load_family_file
 
 DATA = Path(PROTOCOLS["0-9-1"].paths[0]).parent
 
@@ -32,7 +34,7 @@ def _xml_counts(path: Path) -> dict[str, int]:
     }
 
 
-@pytest.mark.parametrize("protocol", FAMILY)
+@pytest.mark.parametrize("protocol", protocols_of("amqp091"))
 def test_inventory_matches_the_xml(protocol: str) -> None:
     spec = load(protocol)
     assert spec.inventory() == _xml_counts(PROTOCOLS[protocol].paths[0])

@@ -11,8 +11,8 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from amqpfuzz.spec import Field, Method
-from amqpfuzz.spec.codec import FieldValue
+from amqpfuzz.spec.amqp091 import Field, Method
+from amqpfuzz.spec.amqp091.codec import FieldValue
 
 _WIDTH = {"octet": 8, "short": 16, "long": 32, "longlong": 64, "timestamp": 64}
 

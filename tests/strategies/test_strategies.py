@@ -12,9 +12,10 @@ from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
 
 from amqpfuzz import strategies as afs
-from amqpfuzz.spec import FAMILY, PROTOCOLS, Spec, load, load_file
-from amqpfuzz.spec.asserts import violation
-from amqpfuzz.spec.codec import (
+from amqpfuzz.spec import PROTOCOLS, load_file, protocols_of
+from amqpfuzz.spec.amqp091 import Spec, load
+from amqpfuzz.spec.amqp091.asserts import violation
+from amqpfuzz.spec.amqp091.codec import (
     ContentBody,
     ContentHeader,
     FieldValue,
@@ -32,7 +33,7 @@ FIND = settings(
 )
 
 
-@pytest.mark.parametrize("protocol", FAMILY)
+@pytest.mark.parametrize("protocol", protocols_of("amqp091"))
 @SETTINGS
 @given(data=st.data())
 def test_valid_frames_decode_to_what_was_generated(protocol: str, data: st.DataObject) -> None:

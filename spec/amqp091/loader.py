@@ -16,7 +16,8 @@ from types import MappingProxyType
 
 from lxml import etree
 
-from .errors import SpecError
+from ..errors import SpecError
+from ..xmlfile import attr, children, fail, line_of, local, parse, text_of
 from .model import (
     PRIMITIVE_TYPES,
     AmqpClass,
@@ -28,7 +29,6 @@ from .model import (
     Rule,
     Spec,
 )
-from .xmlfile import attr, children, fail, line_of, local, parse, text_of
 
 __all__ = ["load_family_file"]
 
@@ -292,3 +292,16 @@ def load_family_file(path: Path | str, protocol: str | None = None) -> Spec:
     if not children(root, "class") and (children(root, "section") or root.get("name")):
         raise SpecError(name, line_of(root), "this is an AMQP 1.0 part, not 0-8/0-9/0-9-1")
     return _Loader(name, protocol or _protocol_of(root)).load(root)
+
+
+def load(protocol: str = "0-9-1") -> Spec:
+    """The model of a protocol of this family (``0-9-1``, ``0-9-1-rabbit``, ``0-9``, ``0-8``),
+    loaded once per process through the registry."""
+    from ..registry import family_of
+    from ..registry import load as load_any
+
+    if family_of(protocol) != "amqp091":
+        raise ValueError(f"protocol {protocol!r} is not of the 0-8/0-9/0-9-1 family")
+    spec = load_any(protocol)
+    assert isinstance(spec, Spec)
+    return spec

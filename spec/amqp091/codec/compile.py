@@ -16,7 +16,7 @@ import struct
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..errors import FrameError, LocalProtocolError, SyntaxFieldError
+from ...errors import FrameError, LocalProtocolError, SyntaxFieldError
 from ..model import AmqpClass, Field, Method
 from .tables import decode_table, encode_table
 

@@ -1,6 +1,6 @@
 """The sans-I/O codec of one specification: frames to bytes, bytes to frames.
 
-A :class:`Codec` is built from a loaded :class:`~amqpfuzz.spec.model.Spec`, so 0-8, 0-9,
+A :class:`Codec` is built from a loaded :class:`~amqpfuzz.spec.amqp091.model.Spec`, so 0-8, 0-9,
 0-9-1 and 0-9-1 with RabbitMQ's extensions each get their methods and properties from their
 own XML. It is the *checked* side: it refuses to encode what the wire cannot carry (see
 :mod:`.raw` for bytes that break the rules on purpose) and it refuses to decode bytes that are
@@ -14,16 +14,17 @@ import struct
 from collections.abc import Iterable
 from typing import Any
 
-from ..asserts import check_frame
-from ..errors import (
+from ...errors import (
     FrameError,
     LocalProtocolError,
     RemoteProtocolError,
     UnexpectedFrameError,
     UnknownMethodError,
 )
+from ...registry import DEFAULT_PROTOCOL
+from ..asserts import check_frame
+from ..loader import load
 from ..model import ZERO_VALUES, AmqpClass, Method, Spec
-from ..protocols import DEFAULT_PROTOCOL, load
 from .compile import Decoder, Encoder, PropertiesCodec, compile_method
 from .frames import ContentBody, ContentHeader, Frame, Heartbeat, MethodFrame, ProtocolHeader
 from .tables import DIALECTS

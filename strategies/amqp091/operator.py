@@ -1,4 +1,4 @@
-"""The catalogue of named mutation operators, and the strategy that draws malformed cases.
+"""What a 0-8/0-9/0-9-1 mutation operator is, what it draws from, and the malformed-case strategy.
 
 An operator is a small object: a name, what it breaks, how, and the reply-code constants the
 specification requires in answer, looked up in the loaded spec (which gives their value and
@@ -9,7 +9,7 @@ shrinking a failure shrinks the operator's choice and its frames together.
 
 ``level`` says who can tell the case is malformed without a broker: ``frame`` operators are
 rejected by our own decoder with the operator's first code as the error category, ``sequence``
-operators are flagged by :class:`~amqpfuzz.spec.state.SequenceChecker`.
+operators are flagged by :class:`~amqpfuzz.spec.amqp091.state.SequenceChecker`.
 """
 
 from __future__ import annotations
@@ -21,14 +21,24 @@ from functools import cached_property
 
 from hypothesis import strategies as st
 
-from amqpfuzz.spec import Field, Method, Spec
-from amqpfuzz.spec.codec import Codec, ContentHeader, Frame, MethodFrame
+from amqpfuzz.spec.amqp091 import Field, Method, Spec
+from amqpfuzz.spec.amqp091.codec import Codec, ContentHeader, Frame, MethodFrame
 
-from .cases import CASE_CHANNEL, Case, Reaction, WireFrame, wire_frame
+from ..cases import Case, Reaction
 from .frames import ENTITY_DOMAINS, ZERO, argument_builder, blobs
 from .source import Source, field_generator
+from .wire import CASE_CHANNEL, WireFrame, wire_frame
 
-__all__ = ["Built", "Context", "Mutation", "malformed", "malformed_builder"]
+__all__ = [
+    "BuildFn",
+    "Built",
+    "Context",
+    "Operator",
+    "malformed",
+    "malformed_builder",
+    "reaction_of",
+    "registrar",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,7 +171,7 @@ BuildFn = Callable[[Source, Context], Built]
 
 
 @dataclass(frozen=True)
-class Mutation:
+class Operator:
     """A named way of breaking valid frames, and the reaction the specification requires."""
 
     name: str
@@ -199,20 +209,18 @@ class Mutation:
         return self.codes
 
     def reaction(self, spec: Spec) -> Reaction:
-        return _reaction(self, spec)
+        return reaction_of(spec, self.codes_in(spec), self.or_reply)
 
     def case(self, src: Source, context: Context) -> Case:
         """One malformed case made by this operator, read from ``src``."""
         built = self.build(src, context)
-        if built.codes:
-            expected = Reaction.error(context.spec, *built.codes, or_reply=self.or_reply)
-        else:
-            expected = self.reaction(context.spec)
+        codes = built.codes or self.codes_in(context.spec)
         return Case(
             steps=built.steps,
-            expected=expected,
+            expected=reaction_of(context.spec, codes, self.or_reply),
             spec_ref=built.spec_ref,
-            mutation=self.name,
+            operator=self.name,
+            level=self.level,
             channel=built.channel,
             note=built.note,
             frames=built.frames,
@@ -221,11 +229,55 @@ class Mutation:
 
 
 @functools.lru_cache(maxsize=512)
-def _reaction(op: Mutation, spec: Spec) -> Reaction:
-    return Reaction.error(spec, *op.codes_in(spec), or_reply=op.or_reply)
+def reaction_of(spec: Spec, names: tuple[str, ...], or_reply: bool = False) -> Reaction:
+    """The close the named reply-code constants require: the first decides hard or soft (a
+    hard error closes the connection); every name must be a constant of ``spec``."""
+    return Reaction.error(tuple(spec.constant(name) for name in names), or_reply=or_reply)
 
 
-def malformed(operators: Sequence[Mutation], context: Context) -> st.SearchStrategy[Case]:
+def registrar(into: list[Operator]) -> Callable[..., Callable[[BuildFn], BuildFn]]:
+    """A decorator factory that defines an operator where its build function is written::
+
+        OPERATORS: list[Operator] = []
+        operator = registrar(OPERATORS)
+
+        @operator("frame-end", "frame-end octet", "replaces the 0xCE...", ("frame-error",), "frame")
+        def frame_end(src: Source, ctx: Context) -> Built: ...
+    """
+
+    def operator(
+        name: str,
+        description: str,
+        breaks: str,
+        codes: tuple[str, ...],
+        level: str,
+        *,
+        or_reply: bool = False,
+        rule: str | None = None,
+        targets: Callable[[Spec], tuple[object, ...]] | None = None,
+    ) -> Callable[[BuildFn], BuildFn]:
+        def register(build: BuildFn) -> BuildFn:
+            into.append(
+                Operator(
+                    name,
+                    description,
+                    breaks,
+                    codes,
+                    level,
+                    build,
+                    or_reply=or_reply,
+                    rule=rule,
+                    targets=targets,
+                )
+            )
+            return build
+
+        return register
+
+    return operator
+
+
+def malformed(operators: Sequence[Operator], context: Context) -> st.SearchStrategy[Case]:
     """Cases of ``operators``: one blob chooses the operator and then the frames it breaks and
     how, so that Hypothesis shrinks both together: towards the first operator of the list and
     that operator's simplest frames."""
@@ -233,6 +285,6 @@ def malformed(operators: Sequence[Mutation], context: Context) -> st.SearchStrat
     return blobs().map(lambda blob: build(Source(blob)))
 
 
-def malformed_builder(operators: Sequence[Mutation], context: Context) -> Callable[[Source], Case]:
+def malformed_builder(operators: Sequence[Operator], context: Context) -> Callable[[Source], Case]:
     choices = tuple(operators)
     return lambda src: choices[src.below(len(choices))].case(src, context)

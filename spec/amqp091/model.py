@@ -84,6 +84,11 @@ class Constant:
     def is_soft_error(self) -> bool:
         return self.error_class == "soft-error"
 
+    @property
+    def scope(self) -> str:
+        """What an error with this code closes: the ``connection`` or the ``channel``."""
+        return "connection" if self.is_hard_error else "channel"
+
 
 @dataclass(frozen=True, slots=True)
 class Assert:

@@ -15,13 +15,14 @@ from collections.abc import Callable, Sequence
 
 from hypothesis import strategies as st
 
-from amqpfuzz.spec import Constant, Method, Spec
-from amqpfuzz.spec.codec import Codec
-from amqpfuzz.spec.model import PRIMITIVE_TYPES
+from amqpfuzz.spec.amqp091 import Constant, Method, Spec
+from amqpfuzz.spec.amqp091.codec import Codec
+from amqpfuzz.spec.amqp091.model import PRIMITIVE_TYPES
 
-from .cases import CASE_CHANNEL, Case, Reaction, wire_frame
+from ..cases import Case, Reaction
 from .frames import blobs, sequence_builder
 from .source import Source
+from .wire import CASE_CHANNEL, wire_frame
 
 __all__ = ["tolerated", "valid", "valid_builder"]
 

@@ -15,10 +15,10 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from amqpfuzz.spec import Field, Method, Spec
-from amqpfuzz.spec.asserts import assert_limits
-from amqpfuzz.spec.codec import ContentBody, ContentHeader, Frame, MethodFrame
-from amqpfuzz.spec.model import ZERO_VALUES
+from amqpfuzz.spec.amqp091 import Field, Method, Spec
+from amqpfuzz.spec.amqp091.asserts import assert_limits
+from amqpfuzz.spec.amqp091.codec import ContentBody, ContentHeader, Frame, MethodFrame
+from amqpfuzz.spec.amqp091.model import ZERO_VALUES
 
 from .source import NAME_ALPHABET, Gen, Source, field_generator
 

@@ -9,9 +9,10 @@ from hypothesis.errors import InvalidArgument
 from hypothesis.strategies import SearchStrategy
 
 from amqpfuzz import strategies as afs
-from amqpfuzz.spec import FAMILY, RemoteProtocolError, load
-from amqpfuzz.spec.codec import Frame, Heartbeat, codec_for
-from amqpfuzz.spec.state import SequenceChecker
+from amqpfuzz.spec import RemoteProtocolError, protocols_of
+from amqpfuzz.spec.amqp091 import load
+from amqpfuzz.spec.amqp091.codec import Frame, Heartbeat, codec_for
+from amqpfuzz.spec.amqp091.state import SequenceChecker
 from amqpfuzz.strategies import CASE_CHANNEL, Case
 
 FRAME_MAX = 4096
@@ -26,7 +27,7 @@ FIND = settings(
     phases=[Phase.generate],
     suppress_health_check=list(HealthCheck),
 )
-OPERATORS = [(p, op.name) for p in FAMILY for op in afs.mutations(p)]
+OPERATORS = [(p, op.name) for p in protocols_of("amqp091") for op in afs.operators(p)]
 
 
 def _judge(protocol: str, case: Case) -> str:
@@ -48,7 +49,7 @@ def _judge(protocol: str, case: Case) -> str:
 
 @pytest.mark.parametrize(("protocol", "name"), OPERATORS, ids=[f"{p}:{n}" for p, n in OPERATORS])
 def test_every_malformed_case_is_refused_as_its_operator_says(protocol: str, name: str) -> None:
-    op = next(o for o in afs.mutations(protocol) if o.name == name)
+    op = next(o for o in afs.operators(protocol) if o.name == name)
     expected = op.codes_in(load(protocol))[0]
 
     spec = load(protocol)
@@ -56,7 +57,7 @@ def test_every_malformed_case_is_refused_as_its_operator_says(protocol: str, nam
     @SETTINGS
     @given(afs.malformed_cases([name], protocol=protocol, frame_max=FRAME_MAX))
     def check(case: Case) -> None:
-        assert case.mutation == name
+        assert case.operator == name
         judged = _judge(protocol, case)
         if op.level == "frame":
             assert judged == f"decoder:{expected}", case
@@ -81,7 +82,7 @@ def test_every_malformed_case_is_refused_as_its_operator_says(protocol: str, nam
 
 def test_the_catalogue() -> None:
     spec = load("0-9-1")
-    ops = afs.mutations("0-9-1")
+    ops = afs.operators("0-9-1")
     assert len(ops) >= 20
     assert len({op.name for op in ops}) == len(ops)
     for op in ops:
@@ -96,21 +97,21 @@ def test_the_catalogue() -> None:
 
 def test_reactions_come_from_the_spec_model() -> None:
     spec = load("0-9-1")
-    reopen = next(op for op in afs.mutations() if op.name == "channel-reopen")
+    reopen = next(op for op in afs.operators() if op.name == "channel-reopen")
     assert spec.rule("channel.open/state").on_failure == reopen.codes_in(spec)[0] == "channel-error"
-    frame_end = next(op for op in afs.mutations() if op.name == "frame-end")
+    frame_end = next(op for op in afs.operators() if op.name == "frame-end")
     assert str(frame_end.reaction(spec)) == "connection-close 501 frame-error"
     # 0-8 has no unexpected-frame constant: the operators that need it do not apply there
-    names_08 = {op.name for op in afs.mutations("0-8")}
+    names_08 = {op.name for op in afs.operators("0-8")}
     assert "header-alone" not in names_08 and "frame-end" in names_08
 
 
-@pytest.mark.parametrize("name", [op.name for op in afs.mutations()])
+@pytest.mark.parametrize("name", [op.name for op in afs.operators()])
 def test_every_operator_is_reachable_in_a_mixed_campaign(name: str) -> None:
     case = find(
-        afs.malformed_cases(frame_max=FRAME_MAX), lambda c: c.mutation == name, settings=FIND
+        afs.malformed_cases(frame_max=FRAME_MAX), lambda c: c.operator == name, settings=FIND
     )
-    assert case.mutation == name
+    assert case.operator == name
 
 
 def replayed(strategy: SearchStrategy[Case], blob: bytes) -> Case:
@@ -156,7 +157,7 @@ def test_a_batch_must_hold_a_case() -> None:
 @given(afs.malformed_cases(frame_max=FRAME_MAX, prefix="af-x-"))
 def test_cases_read_well_and_keep_their_bytes(case: Case) -> None:
     text = repr(case)
-    assert case.mutation is not None and case.mutation in text
+    assert case.operator is not None and case.operator in text
     assert "expect " in text and "ch=-1" not in text
     assert case.render(5) == case.render(5)
     if any(step.channel == CASE_CHANNEL for step in case.steps):

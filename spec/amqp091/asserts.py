@@ -18,8 +18,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..errors import SyntaxFieldError
 from .codec.frames import Frame, MethodFrame
-from .errors import SyntaxFieldError
 from .model import Assert
 
 __all__ = ["SYNTAXES", "Limits", "assert_limits", "check_frame", "limits", "violation"]

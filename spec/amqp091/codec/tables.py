@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-from ..errors import FrameError, LocalProtocolError, SyntaxFieldError
+from ...errors import FrameError, LocalProtocolError, SyntaxFieldError
 
 __all__ = [
     "DIALECTS",

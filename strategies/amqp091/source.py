@@ -21,11 +21,11 @@ from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
 
-from amqpfuzz.spec import Field
-from amqpfuzz.spec.asserts import limits
-from amqpfuzz.spec.codec import FieldValue
-from amqpfuzz.spec.codec.tables import DIALECTS
-from amqpfuzz.spec.model import ZERO_VALUES
+from amqpfuzz.spec.amqp091 import Field
+from amqpfuzz.spec.amqp091.asserts import limits
+from amqpfuzz.spec.amqp091.codec import FieldValue
+from amqpfuzz.spec.amqp091.codec.tables import DIALECTS
+from amqpfuzz.spec.amqp091.model import ZERO_VALUES
 
 __all__ = [
     "INT_WIDTHS",

@@ -31,7 +31,7 @@ from typing import Literal, TypeVar, cast, get_args, overload
 
 from lxml import etree
 
-from .xmlfile import attr, children, fail, line_of, local, parse
+from ..xmlfile import attr, children, fail, line_of, local, parse
 
 __all__ = [
     "ANY_TYPE",
@@ -53,7 +53,7 @@ __all__ = [
     "load_1_0",
 ]
 
-DATA_DIR = Path(__file__).parent / "data"
+DATA_DIR = Path(__file__).parent.parent / "data"
 DEFAULT_PARTS = tuple(
     DATA_DIR / f"amqp1-0-{name}.xml"
     for name in ("types", "transport", "messaging", "security", "transactions")

@@ -27,7 +27,7 @@ from typing import Literal, TypeVar
 
 from lxml import etree
 
-from .xmlfile import attr, children, fail, line_of, parse
+from ..xmlfile import attr, children, fail, line_of, parse
 
 __all__ = [
     "DEFAULT_PATH",
@@ -49,7 +49,7 @@ __all__ = [
     "load_0_10",
 ]
 
-DEFAULT_PATH = Path(__file__).parent / "data" / "amqp0-10.xml"
+DEFAULT_PATH = Path(__file__).parent.parent / "data" / "amqp0-10.xml"
 
 _K = TypeVar("_K")
 _V = TypeVar("_V")
