@@ -9,8 +9,8 @@ import argparse
 import time
 from collections.abc import Callable, Sequence
 
-from amqpfuzz.fuzzer.targets import parse_target
-from amqpfuzz.fuzzer.transport import Connection
+from amqpfuzz.fuzzer.brokers import parse_target
+from amqpfuzz.fuzzer.protocols.amqp091 import Connection
 
 
 def round_trip_rate(url: str, calls: int) -> float:

@@ -35,10 +35,9 @@ from hypothesis.internal.conjecture.data import ConjectureData
 from roundtrip import best, options, round_trip_rate
 
 from amqpfuzz import strategies as afs
-from amqpfuzz.fuzzer.brokers import throwaway
-from amqpfuzz.fuzzer.runner import Runner
-from amqpfuzz.fuzzer.targets import parse_target
-from amqpfuzz.fuzzer.transport import Connection
+from amqpfuzz.fuzzer.brokers import parse_target, throwaway
+from amqpfuzz.fuzzer.engine.runner import Runner
+from amqpfuzz.fuzzer.protocols.amqp091 import Connection
 from amqpfuzz.spec.amqp091.codec import codec_for
 from amqpfuzz.strategies import Case
 

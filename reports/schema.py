@@ -31,9 +31,13 @@ def _struct(*fields: tuple[str, DataType]) -> StructType:
     return StructType([StructField(name, kind, nullable=True) for name, kind in fields])
 
 
+# A reaction, as schema 2 writes it; schema 1 records lack `scope` and `condition` (null here:
+# the scope follows from the outcome, and schema 1 had no protocol with error conditions).
 _OUTCOME = _struct(
     ("outcome", StringType()),
+    ("scope", StringType()),
     ("reply_code", IntegerType()),
+    ("condition", StringType()),
     ("class_id", IntegerType()),
     ("method_id", IntegerType()),
 )

@@ -14,7 +14,6 @@ A family's ``spec`` package provides ``read(protocol, paths)`` (its model from i
 
 from __future__ import annotations
 
-import functools
 import importlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -121,13 +120,9 @@ def _package(family: str) -> ModuleType:
 
 
 def load(protocol: str = DEFAULT_PROTOCOL) -> AnySpec:
-    """The model of any known protocol, loaded once per process (its family's own model:
-    :func:`amqpfuzz.spec.amqp091.load` gives the 0-9-1 family's, typed)."""
-    return _load(protocol)
-
-
-@functools.cache  # called with one positional argument only, so one entry per protocol
-def _load(protocol: str) -> AnySpec:
+    """The model of any known protocol, loaded once per process by its family's package
+    (:func:`amqpfuzz.spec.amqp091.load` gives the 0-9-1 family's, typed). The family keeps
+    the cache, so that a model is always an instance of its family's classes as imported now."""
     entry = _known(protocol)
     spec: AnySpec = _package(entry.family).read(protocol, entry.paths)
     return spec

@@ -49,6 +49,7 @@ __all__ = [
     "Step",
     "WireFrame",
     "arguments",
+    "case_methods",
     "content",
     "domain_values",
     "field_arrays",
@@ -78,6 +79,12 @@ def operators(protocol: str = "0-9-1") -> tuple[Any, ...]:
     ``name``, what it breaks (``description``, ``breaks``), its ``level`` and the reaction the
     specification requires (``reaction(spec)``)."""
     return tuple(_family(protocol).operators(protocol))
+
+
+def case_methods(protocol: str = "0-9-1") -> tuple[str, ...]:
+    """The methods :func:`valid_cases` (and the valid share of :func:`fuzz_cases`) draw from:
+    every method a client may send where a case runs, by its full name."""
+    return tuple(_family(protocol).case_methods(protocol))
 
 
 def fuzz_cases(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -12,6 +13,7 @@ from .model import Spec010, load_0_10
 __all__ = ["Spec010", "claims", "load_0_10", "read", "read_file"]
 
 
+@functools.cache  # one model per protocol and process
 def read(protocol: str, paths: Sequence[Path]) -> Spec010:
     return load_0_10(paths[0])
 

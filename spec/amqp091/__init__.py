@@ -10,6 +10,7 @@ sans-I/O codec (:mod:`.codec`) is derived from it.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -34,6 +35,7 @@ __all__ = [
 ]
 
 
+@functools.cache  # one model per protocol and process
 def read(protocol: str, paths: Sequence[Path]) -> Spec:
     """The registry's entry point: a protocol of this family from its one file."""
     return load_family_file(paths[0], protocol)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -12,6 +13,7 @@ from .model import Spec100, load_1_0
 __all__ = ["Spec100", "claims", "load_1_0", "read", "read_file"]
 
 
+@functools.cache  # one model per protocol and process
 def read(protocol: str, paths: Sequence[Path]) -> Spec100:
     return load_1_0(paths)
 

@@ -38,6 +38,7 @@ __all__ = [
     "WireFrame",
     "arguments",
     "case_builder",
+    "case_methods",
     "content",
     "domain_values",
     "field_arrays",
@@ -59,7 +60,9 @@ def _spec(protocol: str | Spec) -> Spec:
     if isinstance(protocol, Spec):
         return protocol
     if protocol not in FAMILY:
-        raise InvalidArgument(f"protocol={protocol!r}: these strategies exist for {', '.join(FAMILY)}")
+        raise InvalidArgument(
+            f"protocol={protocol!r}: these strategies exist for {', '.join(FAMILY)}"
+        )
     return load(protocol)
 
 
@@ -270,6 +273,14 @@ def field_arrays(
 def operators(protocol: str | Spec = "0-9-1") -> tuple[Operator, ...]:
     """The mutation operators that apply to ``protocol``, in catalogue order."""
     return catalogue(_spec(protocol))
+
+
+def case_methods(protocol: str | Spec = "0-9-1") -> tuple[str, ...]:
+    """The methods valid cases are drawn from: every method a client may send on an open
+    channel (not the connection's or the channel's own), in the XML's order."""
+    spec = _spec(protocol)
+    context = Context(spec, codec_for(spec), spec.constant("frame-min-size").value)
+    return tuple(m.full_name for m in context.channel_methods)
 
 
 def case_builder(

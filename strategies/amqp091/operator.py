@@ -238,11 +238,11 @@ def reaction_of(spec: Spec, names: tuple[str, ...], or_reply: bool = False) -> R
 def registrar(into: list[Operator]) -> Callable[..., Callable[[BuildFn], BuildFn]]:
     """A decorator factory that defines an operator where its build function is written::
 
-        OPERATORS: list[Operator] = []
-        operator = registrar(OPERATORS)
+    OPERATORS: list[Operator] = []
+    operator = registrar(OPERATORS)
 
-        @operator("frame-end", "frame-end octet", "replaces the 0xCE...", ("frame-error",), "frame")
-        def frame_end(src: Source, ctx: Context) -> Built: ...
+    @operator("frame-end", "frame-end octet", "replaces the 0xCE...", ("frame-error",), "frame")
+    def frame_end(src: Source, ctx: Context) -> Built: ...
     """
 
     def operator(

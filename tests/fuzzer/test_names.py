@@ -5,11 +5,11 @@ from __future__ import annotations
 from hypothesis import HealthCheck, find, settings
 
 from amqpfuzz import strategies as afs
-from amqpfuzz.fuzzer.brokers import Broker
-from amqpfuzz.fuzzer.names import created_names
-from amqpfuzz.fuzzer.runner import Runner
-from amqpfuzz.fuzzer.targets import Target, parse_target
-from amqpfuzz.fuzzer.transport import Connection, Outcome
+from amqpfuzz.fuzzer.brokers import Broker, Target, parse_target
+from amqpfuzz.fuzzer.engine.runner import Runner
+from amqpfuzz.fuzzer.protocols import Outcome
+from amqpfuzz.fuzzer.protocols.amqp091 import Connection
+from amqpfuzz.fuzzer.protocols.amqp091.names import created_names
 from amqpfuzz.spec.amqp091 import load
 from amqpfuzz.spec.amqp091.codec import codec_for, raw
 from amqpfuzz.spec.amqp091.model import ZERO_VALUES
@@ -56,7 +56,7 @@ def test_a_name_that_is_not_utf8_is_ours_and_deleted_as_sent(rabbitmq: Broker) -
     runner = Runner(target, prefix="amqpfuzz-names-").start()
     runner.run([case])
     runner.close()
-    assert name in runner.exchanges and exists(target, name)
+    assert ("exchange", name) in runner.created and exists(target, name)
     assert runner.cleanup() >= 1
     assert not exists(target, name)
 

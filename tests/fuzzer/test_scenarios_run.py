@@ -17,13 +17,14 @@ from pathlib import Path
 
 import pytest
 
-from amqpfuzz.fuzzer.brokers import Broker, throwaway
-from amqpfuzz.fuzzer.conformance import ConformanceRun, ScenarioTarget, Verdict, failing
-from amqpfuzz.fuzzer.player import Player
-from amqpfuzz.fuzzer.profiles import find_profile
-from amqpfuzz.fuzzer.records import read_records
-from amqpfuzz.fuzzer.targets import parse_target
-from amqpfuzz.fuzzer.transport import Connection, Outcome
+from amqpfuzz.fuzzer.brokers import Broker, parse_target, throwaway
+from amqpfuzz.fuzzer.brokers.profiles import find_profile
+from amqpfuzz.fuzzer.engine.conformance import ConformanceRun, ScenarioTarget, failing
+from amqpfuzz.fuzzer.engine.events import Emitter, ScenarioJudged
+from amqpfuzz.fuzzer.protocols import Outcome
+from amqpfuzz.fuzzer.protocols.amqp091 import Connection
+from amqpfuzz.fuzzer.protocols.amqp091.scenarios import Player
+from amqpfuzz.fuzzer.records import RecordHandler, RecordWriter, read_records
 from amqpfuzz.scenarios import SCENARIOS, Scenario, load_all, load_scenario
 
 TIMEOUT = 3.0
@@ -31,19 +32,21 @@ TIMEOUT = 3.0
 
 def play_all(
     targets: list[ScenarioTarget], scenarios: list[Scenario], out: Path, jobs: int = 4
-) -> tuple[list[Verdict], list[dict[str, object]]]:
+) -> tuple[list[ScenarioJudged], list[dict[str, object]]]:
+    """Every verdict of a conformance run, and the records its events became."""
+    run_id = secrets.token_hex(6)
+    records = RecordHandler(RecordWriter(out, run_id))
     run = ConformanceRun(
         targets,
         scenarios,
-        out=out,
-        run_id=secrets.token_hex(6),
+        run_id=run_id,
         prefix=f"amqpfuzz-test-{secrets.token_hex(3)}-",
         timeout=TIMEOUT,
         jobs=jobs,
+        emit=Emitter(records),
     )
     verdicts = run.run()
-    assert run.records is not None
-    return verdicts, list(read_records(run.records))
+    return verdicts, list(read_records(records.close()))
 
 
 def edited(tmp_path: Path, name: str, old: str, new: str, protocol: str = "0-9-1") -> Scenario:

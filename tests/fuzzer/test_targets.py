@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from amqpfuzz.fuzzer.targets import TargetError, parse_target
+from amqpfuzz.fuzzer.brokers import TargetError, parse_target
 
 
 def test_url_parts_and_defaults() -> None:

@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from amqpfuzz.fuzzer.brokers import free_port
-from amqpfuzz.fuzzer.pytest_plugin import CAPABILITIES, CLASSES, MARKERS
+from amqpfuzz.fuzzer.plugin import CAPABILITIES, CLASSES, MARKERS
 
 
 def _seed_line(result: pytest.RunResult) -> str:
@@ -29,9 +29,9 @@ def _usage_error(result: pytest.RunResult) -> str:
 
 def test_importing_the_plugin_imports_nothing_heavy() -> None:
     code = (
-        "import sys, amqpfuzz.fuzzer.pytest_plugin\n"
-        "heavy = ('hypothesis', 'pika', 'lxml', 'amqpfuzz.fuzzer.campaign',"
-        " 'amqpfuzz.spec', 'amqpfuzz.strategies', 'amqpfuzz.fuzzer.transport')\n"
+        "import sys, amqpfuzz.fuzzer.plugin\n"
+        "heavy = ('hypothesis', 'pika', 'lxml', 'amqpfuzz.fuzzer.engine', 'amqpfuzz.fuzzer.protocols',"
+        " 'amqpfuzz.spec', 'amqpfuzz.strategies', 'amqpfuzz.fuzzer.brokers')\n"
         "print(sorted(m for m in sys.modules if m.startswith(heavy)))\n"
     )
     out = subprocess.run(
@@ -61,7 +61,7 @@ def test_markers_are_registered(pytester: pytest.Pytester) -> None:
 
 
 def test_marker_lists_match_the_engine() -> None:
-    from amqpfuzz.fuzzer.pytest_items import _class_of
+    from amqpfuzz.fuzzer.plugin.markers import class_of as _class_of
     from amqpfuzz.scenarios import CAPABILITIES as engine_capabilities
     from amqpfuzz.scenarios import load_all
 

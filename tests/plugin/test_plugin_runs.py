@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from amqpfuzz.fuzzer.brokers import free_port, throwaway
-from amqpfuzz.fuzzer.reproducers import load_reproducer
+from amqpfuzz.fuzzer.records import load_reproducer
 
 pytestmark = pytest.mark.slow
 
@@ -204,7 +204,7 @@ def test_markers_select_items(project: pytest.Pytester) -> None:
 def test_fixtures_in_a_users_own_tests(project: pytest.Pytester) -> None:
     project.makepyfile(
         """
-        from amqpfuzz.fuzzer.transport import Outcome
+        from amqpfuzz.fuzzer.protocols import Outcome
 
         def test_raw_channel(amqp_channel, amqp_prefix):
             reply = amqp_channel.call("queue.declare", queue=amqp_prefix + "q", exclusive=True)

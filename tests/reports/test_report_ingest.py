@@ -149,3 +149,28 @@ def test_no_report_without_records(
         _part(inputs, "w1", [], '{"schema_version":1,"rec', age_s=0 if setup == "growing" else 3600)
     with pytest.raises(ReportInputError, match=message):
         run(spark, [str(inputs)], str(tmp_path / "out"))
+
+
+def test_schema_1_and_schema_2_records_are_read_alike(spark: SparkSession, tmp_path: Path) -> None:
+    """Records from before the reactions were protocol-neutral (schema 1: no scope, no
+    condition) count as the newer ones do."""
+    newer = case(run_id="r1", worker="w1", ts=at(NIGHT, 1), verdict="fail", signature="sig-S")
+    newer["observed"] = {
+        "outcome": "channel-close",
+        "scope": "channel",
+        "reply_code": 404,
+        "condition": None,
+        "class_id": 50,
+        "method_id": 10,
+    }
+    older = case(run_id="r1", worker="w1", ts=at(NIGHT, 2), verdict="fail", signature="sig-S")
+    older["schema_version"] = 1
+    older["observed"] = {"outcome": "channel-close", "reply_code": 404, "class_id": 50,
+                         "method_id": 10}  # fmt: skip
+    write(tmp_path, "r1", "w1", [newer, older])
+    output = tmp_path / "out"
+    run(spark, [str(tmp_path)], str(output))
+    runs = table(spark, output, "runs").collect()
+    assert [(r.run_id, r.cases, r.failures) for r in runs] == [("r1", 2, 2)]
+    (sig,) = table(spark, output, "signatures").collect()
+    assert (sig.signature, sig.occurrences) == ("sig-S", 2)

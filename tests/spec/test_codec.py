@@ -12,7 +12,6 @@ from hypothesis import strategies as st
 from wire_values import plain_tables, typed_tables, value_for, values_for
 
 from amqpfuzz.spec import LocalProtocolError, RemoteProtocolError, protocols_of
-
 from amqpfuzz.spec.amqp091 import load
 from amqpfuzz.spec.amqp091.codec import (
     Codec,

@@ -54,8 +54,8 @@ from amqpfuzz.spec.amqp091.codec import (
     ProtocolHeader,
     codec_for,
 )
-from amqpfuzz.spec.errors import LocalProtocolError
 from amqpfuzz.spec.amqp091.model import ZERO_VALUES, Field, Method
+from amqpfuzz.spec.errors import LocalProtocolError
 
 # pamqp warns when basic.recover-async is built; that is the point of building it here.
 pytestmark = pytest.mark.filterwarnings("ignore:This command is deprecated:DeprecationWarning")

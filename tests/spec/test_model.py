@@ -9,7 +9,6 @@ import pytest
 from lxml import etree
 
 from amqpfuzz.spec import PROTOCOLS, SpecError, load_file, protocols_of
-
 from amqpfuzz.spec.amqp091 import Spec, load
 from amqpfuzz.spec.amqp091.loader import load_family_file
 

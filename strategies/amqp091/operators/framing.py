@@ -69,7 +69,10 @@ def size_smaller(src: Source, ctx: Context) -> Built:
     size = len(payload) - cut
     broken = wire._replace(size=size, note=f"with size {size} (-{cut})")
     return Built(
-        with_setup(ctx, frame, broken, *tail), frame.name, f"size field {cut} smaller", frames=(frame,)
+        with_setup(ctx, frame, broken, *tail),
+        frame.name,
+        f"size field {cut} smaller",
+        frames=(frame,),
     )
 
 

@@ -1,0 +1,33 @@
+"""The brokers amqpfuzz talks to: targets (where a broker is and how to log in), throwaway
+brokers it starts itself, the parent's broker as a worker process sees it, and the expectation
+profiles that say where a broker knowingly departs from the specification."""
+
+from .processes import (
+    BROKERS,
+    RABBITMQCTL,
+    Broker,
+    BrokerError,
+    GarageMQ,
+    RabbitMQ,
+    free_port,
+    log_tail,
+    process_running,
+    throwaway,
+)
+from .targets import Target, TargetError, parse_target
+
+__all__ = [
+    "BROKERS",
+    "RABBITMQCTL",
+    "Broker",
+    "BrokerError",
+    "GarageMQ",
+    "RabbitMQ",
+    "Target",
+    "TargetError",
+    "free_port",
+    "log_tail",
+    "parse_target",
+    "process_running",
+    "throwaway",
+]

@@ -1,0 +1,363 @@
+"""Throwaway brokers: a private RabbitMQ or GarageMQ on a free port, with its own data directory.
+
+A :class:`Broker` starts the Debian-packaged server as a child process, waits until it speaks
+AMQP, watches the process so that a crash is seen at once (:attr:`Broker.crashed`), keeps its
+log for failure reports (:meth:`Broker.log_tail`), restarts on the same port and data
+(durability scenarios need that) and removes everything on :meth:`stop`. It is a context
+manager::
+
+    with throwaway("rabbitmq") as broker:
+        fuzz(broker.url)
+
+RabbitMQ runs ``/usr/lib/rabbitmq/bin/rabbitmq-server`` directly (not Debian's wrapper, which
+switches to the rabbitmq user) as the current user, with ``HOME`` in its data directory for
+the Erlang cookie and a private epmd on its own port, so that nothing outlives it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from types import TracebackType
+
+from amqpfuzz.spec import AmqpfuzzError
+
+__all__ = [
+    "BROKERS",
+    "RABBITMQCTL",
+    "Broker",
+    "BrokerError",
+    "GarageMQ",
+    "RabbitMQ",
+    "free_port",
+    "log_tail",
+    "process_running",
+    "throwaway",
+]
+
+RABBITMQ_SERVER = "/usr/lib/rabbitmq/bin/rabbitmq-server"
+RABBITMQCTL = "/usr/lib/rabbitmq/bin/rabbitmqctl"
+GARAGEMQ_CONFIG = "/etc/garagemq/config.yaml"
+
+
+class BrokerError(AmqpfuzzError):
+    """A throwaway broker could not be started (or died): says why, with its last log lines."""
+
+
+def free_port() -> int:
+    """A TCP port on the loopback interface that nobody listens on right now."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def log_tail(path: Path, lines: int = 20) -> str:
+    """The last lines of a broker's log."""
+    try:
+        text = path.read_text(errors="replace")
+    except OSError:
+        return "(no log)"
+    return "\n".join(text.splitlines()[-lines:])
+
+
+def _answers_amqp(port: int) -> bool:
+    """True once the port accepts a connection and answers a protocol header."""
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=1) as sock:
+            sock.sendall(b"AMQP\x00\x00\x09\x01")
+            sock.settimeout(2)
+            return len(sock.recv(8)) > 0
+    except OSError:
+        return False
+
+
+class Broker:
+    """A broker process of ours. Subclasses say how to configure, start and stop it."""
+
+    kind = ""
+    executable = ""
+    more_ports: tuple[str, ...] = ()  # ports besides AMQP's, kept for `amqpfuzz broker stop`
+
+    def __init__(self, port: int | None = None, directory: Path | None = None) -> None:
+        self.port = port or free_port()
+        self._own_directory = directory is None
+        self.directory = directory or Path(tempfile.mkdtemp(prefix=f"amqpfuzz-{self.kind}-"))
+        self.log_path = self.directory / "broker.log"
+        self.process: subprocess.Popen[bytes] | None = None
+        self._stopping = False
+        self._crashed = threading.Event()
+        self.exit_code: int | None = None
+
+    # -- what callers use ------------------------------------------------------------------
+
+    @property
+    def url(self) -> str:
+        return f"amqp://guest:guest@127.0.0.1:{self.port}/%2F"
+
+    @property
+    def crashed(self) -> bool:
+        """True as soon as the process has ended without being asked to."""
+        return self._crashed.is_set()
+
+    def start(self, timeout: float = 60) -> Broker:
+        if shutil.which(self.executable) is None:
+            raise BrokerError(
+                f"{self.kind}: {self.executable} is not installed (make check installs it)"
+            )
+        self._crashed.clear()
+        self._stopping = False
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self.configure()
+        log = self.log_path.open("ab")
+        self.process = subprocess.Popen(
+            self.command(),
+            env=self.environment(),
+            cwd=self.directory,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # its own process group: stopped as a whole, never orphaned
+        )
+        log.close()
+        threading.Thread(target=self._watch, args=(self.process,), daemon=True).start()
+        deadline = time.monotonic() + timeout
+        while not _answers_amqp(self.port):
+            if self.process.poll() is not None:
+                raise BrokerError(
+                    f"{self.kind} exited with status {self.process.returncode} while starting; "
+                    f"last log lines: {self.log_tail(5)}"
+                )
+            if time.monotonic() > deadline:
+                self.stop()
+                raise BrokerError(
+                    f"{self.kind} did not answer on port {self.port} in {timeout:.0f} s"
+                )
+            time.sleep(0.2)
+        return self
+
+    def stop(self, timeout: float = 30) -> None:
+        """Stop the process group and wait for it; idempotent."""
+        self._stopping = True
+        process, self.process = self.process, None
+        if process is not None and process.poll() is None:
+            self.shutdown(process)
+            try:
+                process.wait(timeout)
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(process.pid, signal.SIGKILL)
+                process.wait(10)
+        if process is not None:
+            self.exit_code = process.returncode
+        self.cleanup()
+
+    def restart(self, timeout: float = 60) -> Broker:
+        """Stop and start again on the same port with the same data (durable state stays)."""
+        self.stop()
+        return self.start(timeout)
+
+    def recover(self, timeout: float = 60) -> Broker:
+        """Start again after the broker stopped serving: a hung process is killed at once
+        (no graceful stop to wait for), then started on the same port with the same data."""
+        self.kill()
+        self.stop()
+        return self.start(timeout)
+
+    def kill(self) -> None:
+        """Kill the broker as a crash would (SIGKILL to its process group)."""
+        if self.process is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait(10)
+
+    def remove(self) -> None:
+        """Stop and delete the data directory, if this broker created it."""
+        self.stop()
+        if self._own_directory:
+            shutil.rmtree(self.directory, ignore_errors=True)
+
+    def log_tail(self, lines: int = 20) -> str:
+        return log_tail(self.log_path, lines)
+
+    def __enter__(self) -> Broker:
+        return self.start() if self.process is None else self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        value: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.remove()
+
+    def __repr__(self) -> str:
+        state = "running" if self.process and self.process.poll() is None else "stopped"
+        return f"<{type(self).__name__} port={self.port} {state} {self.directory}>"
+
+    # -- what subclasses provide ------------------------------------------------------------
+
+    def configure(self) -> None:
+        """Write the configuration files into :attr:`directory`."""
+
+    def command(self) -> list[str]:
+        raise NotImplementedError
+
+    def environment(self) -> dict[str, str]:
+        return dict(os.environ)
+
+    def shutdown(self, process: subprocess.Popen[bytes]) -> None:
+        """Ask the process to stop."""
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGTERM)
+
+    def cleanup(self) -> None:
+        """Stop helpers the broker left behind."""
+
+    def _watch(self, process: subprocess.Popen[bytes]) -> None:
+        process.wait()
+        if not self._stopping and process is self.process:
+            self._crashed.set()
+
+
+class RabbitMQ(Broker):
+    kind = "rabbitmq"
+    executable = RABBITMQ_SERVER
+    more_ports = ("dist_port", "epmd_port")
+
+    def __init__(self, port: int | None = None, directory: Path | None = None) -> None:
+        super().__init__(port, directory)
+        self.dist_port = free_port()
+        self.epmd_port = free_port()
+        self.node = f"amqpfuzz{self.port}@localhost"
+
+    def configure(self) -> None:
+        (self.directory / "enabled_plugins").write_text("[].\n")
+        (self.directory / "rabbitmq.conf").write_text(
+            f"listeners.tcp.default = {self.port}\n"
+            "loopback_users = none\n"
+            # a fuzz campaign must not stop at a disk alarm on a nearly full build machine
+            "disk_free_limit.absolute = 1\n"
+            "log.console = true\n"
+            "log.console.level = warning\n"
+            "log.file = false\n"
+        )
+
+    def environment(self) -> dict[str, str]:
+        # any value of RABBITMQ_ALLOW_INPUT starts an Erlang shell that quits on our closed stdin
+        env = {k: v for k, v in os.environ.items() if not k.startswith("RABBITMQ_")}
+        env.update(
+            HOME=str(self.directory),
+            RABBITMQ_NODENAME=self.node,
+            RABBITMQ_NODE_PORT=str(self.port),
+            RABBITMQ_DIST_PORT=str(self.dist_port),
+            ERL_EPMD_PORT=str(self.epmd_port),
+            RABBITMQ_MNESIA_BASE=str(self.directory / "mnesia"),
+            RABBITMQ_LOG_BASE=str(self.directory / "log"),
+            RABBITMQ_ENABLED_PLUGINS_FILE=str(self.directory / "enabled_plugins"),
+            RABBITMQ_CONFIG_FILE=str(self.directory / "rabbitmq"),
+            RABBITMQ_PID_FILE=str(self.directory / "rabbitmq.pid"),
+        )
+        return env
+
+    def command(self) -> list[str]:
+        return [RABBITMQ_SERVER]
+
+    def shutdown(self, process: subprocess.Popen[bytes]) -> None:
+        # a clean stop writes durable queues to disk, which a restart must find again
+        done = subprocess.run(
+            [RABBITMQCTL, "-n", self.node, "stop"],
+            env=self.environment(),
+            capture_output=True,
+            timeout=60,
+            check=False,
+        )
+        if done.returncode != 0:
+            super().shutdown(process)
+
+    def cleanup(self) -> None:
+        epmd = shutil.which("epmd") or "/usr/lib/erlang/bin/epmd"
+        with contextlib.suppress(OSError, subprocess.SubprocessError):
+            subprocess.run(
+                [epmd, "-port", str(self.epmd_port), "-kill"],
+                capture_output=True,
+                timeout=10,
+                check=False,
+            )
+
+
+class GarageMQ(Broker):
+    kind = "garagemq"
+    executable = "garagemq"
+
+    def __init__(self, port: int | None = None, directory: Path | None = None) -> None:
+        super().__init__(port, directory)
+        self.admin_port = free_port()
+
+    def configure(self) -> None:
+        lines = Path(GARAGEMQ_CONFIG).read_text().splitlines()
+        out, section = [], ""
+        for line in lines:
+            if line and not line.startswith(" "):
+                section = line.split(":")[0]
+            key = line.strip().split(":")[0]
+            if key == "port" and section == "tcp":
+                line = line.split("port:")[0] + f"port: {self.port}"
+            elif key == "port" and section == "admin":
+                line = line.split("port:")[0] + f"port: {self.admin_port}"
+            elif key == "defaultPath" and section == "db":
+                line = line.split("defaultPath:")[0] + f"defaultPath: {self.directory / 'db'}"
+            out.append(line)
+        (self.directory / "garagemq.yaml").write_text("\n".join(out) + "\n")
+
+    def command(self) -> list[str]:
+        return [
+            "garagemq",
+            "--config",
+            str(self.directory / "garagemq.yaml"),
+            "--log-file",
+            "stdout",
+            "--log-level",
+            "warning",
+        ]
+
+
+def process_running(pid: int) -> bool:
+    """True while process ``pid`` exists and has not ended (a zombie has ended)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    # a zombie has no life in it either
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return True
+
+
+BROKERS: dict[str, type[Broker]] = {"rabbitmq": RabbitMQ, "garagemq": GarageMQ}
+
+
+@contextlib.contextmanager
+def throwaway(kind: str = "rabbitmq", port: int | None = None) -> Iterator[Broker]:
+    """A started broker of ``kind``, stopped and removed on leaving the block."""
+    try:
+        broker = BROKERS[kind](port)
+    except KeyError:
+        raise BrokerError(f"unknown broker {kind!r}; known: {', '.join(BROKERS)}") from None
+    try:
+        broker.start()
+        yield broker
+    finally:
+        broker.remove()

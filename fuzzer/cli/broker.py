@@ -1,0 +1,54 @@
+"""``amqpfuzz broker start|stop|list``: throwaway brokers for your own experiments, detached on
+purpose: they run until ``amqpfuzz broker stop``."""
+
+from __future__ import annotations
+
+import click
+
+from ..brokers import BROKERS
+from ..brokers.detached import detach, detached, stop_detached
+from .console import BadInput
+
+__all__ = ["broker_group"]
+
+
+@click.group("broker")
+def broker_group() -> None:
+    """Throwaway brokers for fuzzing: start, stop, list."""
+
+
+@broker_group.command("start")
+@click.argument("kind", type=click.Choice(list(BROKERS)))
+@click.option("--port", type=click.IntRange(1, 65535), help="Port (default: a free one).")
+def broker_start(kind: str, port: int | None) -> None:
+    """Start a throwaway broker that runs until `amqpfuzz broker stop`."""
+    broker = BROKERS[kind](port)
+    broker.start()
+    detach(broker)
+    click.echo(f"{kind}-{broker.port}  {broker.url}  (data and log in {broker.directory})")
+
+
+@broker_group.command("stop")
+@click.argument("names", nargs=-1)
+@click.option("--all", "stop_all", is_flag=True, help="Stop every broker started here.")
+def broker_stop(names: tuple[str, ...], stop_all: bool) -> None:
+    """Stop throwaway brokers (by the name `broker list` shows) and delete their data."""
+    if stop_all:
+        names = tuple(str(b["name"]) for b in detached())
+    if not names:
+        raise BadInput("name a broker to stop (see amqpfuzz broker list), or say --all")
+    for name in names:
+        if not stop_detached(name):
+            raise BadInput(f"no broker named {name!r} (see amqpfuzz broker list)")
+        click.echo(f"stopped {name}")
+
+
+@broker_group.command("list")
+def broker_list() -> None:
+    """The throwaway brokers started with `amqpfuzz broker start`."""
+    found = detached()
+    if not found:
+        click.echo("no brokers")
+    for state in found:
+        status = "running" if state["running"] else "stopped"
+        click.echo(f"{state['name']}  {status}  {state['url']}  log {state['log']}")

@@ -1,0 +1,150 @@
+"""What the commands share: one-line errors, live progress, the summary table."""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable, Sequence
+from typing import IO, Any, TypeVar
+
+import click
+from rich.console import Console
+from rich.live import Live
+from rich.table import Table
+from rich.text import Text
+
+from ..brokers import Target, parse_target
+
+__all__ = ["BadInput", "Progress", "summary_table", "target_options", "url_targets"]
+
+
+class BadInput(click.ClickException):
+    """One clear line, exit status 2."""
+
+    exit_code = 2
+
+    def show(self, file: IO[Any] | None = None) -> None:
+        click.echo(f"amqpfuzz: error: {self.format_message()}", err=True)
+
+
+class Progress:
+    """Cases, cases per second, failures and elapsed time: live on a terminal, a plain line
+    every few seconds otherwise (CI logs)."""
+
+    def __init__(self, console: Console, every: float = 5.0) -> None:
+        self.console = console
+        self.every = every
+        self.cases = 0
+        self.failures = 0
+        self.xfails = 0
+        self.programs = 0
+        self.started = time.monotonic()
+        self._last = 0.0
+        self._live: Live | None = None
+
+    def __enter__(self) -> Progress:
+        if self.console.is_terminal:
+            self._live = Live(
+                self._line(), console=self.console, refresh_per_second=4, transient=True
+            )
+            self._live.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._live is not None:
+            self._live.__exit__(None, None, None)
+        self.console.print(self._line())
+
+    def update(self, cases: int, failures: int, xfails: int, programs: int = 0) -> None:
+        self.cases, self.failures, self.xfails = cases, failures, xfails
+        self.programs = programs
+        now = time.monotonic()
+        if self._live is not None:
+            self._live.update(self._line())
+        elif now - self._last >= self.every:
+            self._last = now
+            self.console.print(self._line())
+
+    def note(self, text: str) -> None:
+        self.console.print(text, highlight=False, markup=False)
+
+    def _line(self) -> Text:
+        elapsed = max(time.monotonic() - self.started, 1e-9)
+        programs = f"{self.programs} programs  " if self.programs else ""
+        return Text(
+            f"{self.cases} cases  {self.cases / elapsed:.0f}/s  {programs}"
+            f"{self.failures} failures  {self.xfails} known deviations  {elapsed:.0f} s"
+        )
+
+
+def summary_table(
+    rows: list[dict[str, Any]], signatures: dict[str, tuple[int, str]]
+) -> list[Table]:
+    """The end-of-run tables: per target, then the failure signatures with a replay command."""
+    targets = Table(title="amqpfuzz run", title_justify="left")
+    for column in (
+        "target",
+        "cases",
+        "cases/s",
+        "programs",
+        "failures",
+        "known deviations",
+        "divergences",
+    ):
+        targets.add_column(column, justify="left" if column == "target" else "right")
+    for row in rows:
+        targets.add_row(
+            row["target"],
+            str(row["cases"]),
+            f"{row['rate']:.0f}",
+            str(row["programs"]),
+            str(row["failures"]),
+            str(row["xfails"]),
+            str(row["divergences"]),
+        )
+    tables = [targets]
+    if signatures:
+        failures = Table(title="failures", title_justify="left")
+        failures.add_column("signature", overflow="fold")
+        failures.add_column("seen", justify="right")
+        failures.add_column("replay", overflow="fold")
+        for signature, (count, reproducer) in sorted(signatures.items()):
+            failures.add_row(signature, str(count), f"amqpfuzz replay {reproducer}")
+        tables.append(failures)
+    return tables
+
+
+def stderr_console() -> Console:
+    return Console(file=sys.stderr)
+
+
+Command = TypeVar("Command", bound=Callable[..., Any])
+
+
+def target_options(command: Command) -> Command:
+    """``--allow-remote``, ``--ca-file`` and ``--insecure``: how ``--url`` targets are reached."""
+    for option in (
+        click.option("--insecure", is_flag=True, help="Do not verify amqps:// certificates."),
+        click.option(
+            "--ca-file",
+            type=click.Path(dir_okay=False),
+            help="CA certificates for amqps:// targets.",
+        ),
+        click.option(
+            "--allow-remote",
+            is_flag=True,
+            help="Allow a target that is not on the loopback network.",
+        ),
+    ):
+        command = option(command)
+    return command
+
+
+def url_targets(
+    urls: Sequence[str], allow_remote: bool, ca_file: str | None, insecure: bool
+) -> list[Target]:
+    """The ``--url`` targets, as :func:`target_options` say they may be reached."""
+    return [
+        parse_target(u, allow_remote=allow_remote, ca_file=ca_file, verify=not insecure)
+        for u in urls
+    ]

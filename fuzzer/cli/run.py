@@ -1,0 +1,278 @@
+"""``amqpfuzz run``: fuzz brokers with valid and malformed cases, or stateful programs.
+
+Every target is checked first (reachable, the login accepted, a protocol amqpfuzz can drive) so
+that bad input is one line and exit status 2 before anything starts; then each worker process
+(:mod:`.workers`) runs the engine with its own seed, entity prefix and record file, and this
+process shows the progress its events tell and prints the summary.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import secrets
+import sys
+import uuid
+from collections.abc import Iterable
+from dataclasses import replace
+from typing import Any
+
+import click
+from rich.console import Console
+
+from amqpfuzz.spec import DEFAULT_PROTOCOL, PROTOCOLS
+
+from ..brokers import BROKERS, Broker, Target, parse_target, throwaway
+from ..brokers.profiles import find_profile
+from ..engine.campaign import CampaignSettings
+from ..engine.events import (
+    BrokerDown,
+    FailureFound,
+    RunFinished,
+)
+from ..engine.events import (
+    Progress as Counts,
+)
+from ..engine.programs import ProgramSettings
+from ..protocols import driver_for
+from ..records import write_totals
+from .console import BadInput, Progress, summary_table, target_options, url_targets
+from .workers import WorkerJob, supervise
+
+__all__ = ["preflight", "run_command"]
+
+
+def preflight(targets: Iterable[Target], protocol: str, timeout: float) -> None:
+    """Raise (one line, exit 2) for a target that cannot be fuzzed in ``protocol``:
+    UnsupportedProtocol, ConnectionFailed."""
+    driver = driver_for(protocol)
+    for target in targets:
+        driver.connect(target, timeout=timeout).close()
+
+
+def _positive(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+    if value is not None and value <= 0:
+        raise click.BadParameter("must be more than zero")
+    return value
+
+
+@click.command("run")
+@click.option("--url", "urls", multiple=True, help="Broker URL (repeat for differential runs).")
+@click.option("--broker", "kind", type=click.Choice(list(BROKERS)), help="Fuzz a throwaway broker.")
+@click.option(
+    "--duration",
+    type=float,
+    default=60.0,
+    show_default=True,
+    callback=_positive,
+    help="Seconds of fuzzing.",
+)
+@click.option("--max-examples", type=int, callback=_positive, help="Stop after this many cases.")
+@click.option(
+    "--seed", type=int, help="Hypothesis seed (printed; the same seed draws the same cases)."
+)
+@click.option(
+    "--kind",
+    "campaign_kind",
+    type=click.Choice(["fuzz", "stateful", "all"]),
+    default="fuzz",
+    show_default=True,
+)
+@click.option(
+    "--workers", type=click.IntRange(1, 64), default=1, show_default=True, help="Worker processes."
+)
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False),
+    default="amqpfuzz-out",
+    show_default=True,
+    help="Records and reproducers.",
+)
+@click.option(
+    "--protocol", type=click.Choice(list(PROTOCOLS)), default=DEFAULT_PROTOCOL, show_default=True
+)
+@click.option(
+    "--profile", help="Expectation profile: a bundled name, a path, or 'none' (default: by broker)."
+)
+@click.option("--operators", help="Comma-separated mutation operators (default: all).")
+@click.option(
+    "--valid-share",
+    type=click.FloatRange(0, 1),
+    default=0.25,
+    show_default=True,
+    help="Share of valid cases.",
+)
+@click.option(
+    "--timeout",
+    type=float,
+    default=5.0,
+    show_default=True,
+    help="Seconds before a silent broker is hanging.",
+)
+@target_options
+@click.option("--no-shrink", is_flag=True, help="Keep failures as found.")
+def run_command(**options: Any) -> None:
+    """Fuzz brokers: valid and malformed cases, judged by the specification."""
+    sys.exit(_run(**options))
+
+
+def _run(
+    urls: tuple[str, ...],
+    kind: str | None,
+    duration: float,
+    max_examples: int | None,
+    seed: int | None,
+    campaign_kind: str,
+    workers: int,
+    out: str,
+    protocol: str,
+    profile: str | None,
+    operators: str | None,
+    valid_share: float,
+    timeout: float,
+    allow_remote: bool,
+    ca_file: str | None,
+    insecure: bool,
+    no_shrink: bool,
+) -> int:
+    console = Console(stderr=False)
+    if urls and kind:
+        raise BadInput("give --url or --broker, not both")
+    driver_for(protocol)  # a protocol amqpfuzz cannot drive is bad input, said now
+    if profile:
+        find_profile(profile)  # a bad name or file is bad input, said now
+    seed = seed if seed is not None else secrets.randbelow(2**32)
+    run_id = uuid.uuid4().hex[:12]
+    chosen = tuple(o.strip() for o in operators.split(",")) if operators else None
+    if chosen:
+        from amqpfuzz.strategies import operators as catalogue
+
+        known = {op.name for op in catalogue(protocol)}
+        unknown = [o for o in chosen if o not in known]
+        if unknown:
+            raise BadInput(f"unknown operators: {', '.join(unknown)} (see amqpfuzz mutations)")
+    # --kind all shares the budget: half for each kind of campaign
+    share = 2 if campaign_kind == "all" else 1
+    fuzz = CampaignSettings(
+        duration=duration / share,
+        max_examples=max_examples,
+        seed=seed,
+        operators=chosen,
+        valid_share=valid_share,
+        timeout=timeout,
+        protocol=protocol,
+        shrink=not no_shrink,
+    )
+    programs = ProgramSettings(
+        duration=duration / share,
+        max_programs=max_examples // 20 if max_examples else None,
+        seed=seed,
+        protocol=protocol,
+        timeout=timeout,
+    )
+    with contextlib.ExitStack() as stack:
+        own: Broker | None = None
+        if urls:
+            targets = url_targets(urls, allow_remote, ca_file, insecure)
+        else:
+            own = stack.enter_context(throwaway(kind or "rabbitmq"))
+            targets = [parse_target(own.url, label=f"throwaway {own.kind}")]
+        preflight(targets, protocol, timeout)
+        console.print(
+            f"amqpfuzz run {run_id}: seed {seed}, {len(targets)} target(s): "
+            + ", ".join(t.safe_url for t in targets),
+            highlight=False,
+        )
+        jobs = [
+            WorkerJob(
+                index=i,
+                targets=targets,
+                out=out,
+                run_id=run_id,
+                prefix=f"amqpfuzz-{run_id[:8]}-w{i}-",
+                profile=profile,
+                fuzz=replace(fuzz, seed=seed + i) if campaign_kind != "stateful" else None,
+                programs=replace(programs, seed=seed + i) if campaign_kind != "fuzz" else None,
+            )
+            for i in range(workers)
+        ]
+        write_totals(out, run_id, protocol)
+        with Progress(console) as progress:
+            watch = _Watch(progress)
+            finished, errors, interrupted = supervise(jobs, own, watch)
+    return _summarize(finished, errors, interrupted, console, seed)
+
+
+class _Watch:
+    """The parent's handler of the workers' events: the live progress line and the notes."""
+
+    def __init__(self, progress: Progress) -> None:
+        self.progress = progress
+        self.counts: dict[int, tuple[int, int, int, int]] = {}
+
+    def __call__(self, index: int, event: Any) -> None:
+        progress = self.progress
+        if isinstance(event, Counts):
+            self.counts[index] = (event.cases, event.failures, event.xfails, event.programs)
+            totals = [sum(c[k] for c in self.counts.values()) for k in range(4)]
+            progress.update(*totals)
+        elif isinstance(event, FailureFound):
+            progress.note(f"failure: {event.signature}")
+        elif isinstance(event, BrokerDown):
+            progress.note(f"the broker went down; its log ends:\n{event.log}")
+        elif event == "restarted":
+            progress.note("the broker was restarted; fuzzing goes on")
+        elif event == "interrupted":
+            progress.note("interrupted: stopping the workers, keeping every record")
+        elif isinstance(event, RunFinished) and event.kind == "fuzz":
+            # a fuzz campaign's last count stands while the same worker's programs run
+            self.counts[index] = (*self.counts.get(index, (0, 0, 0, 0))[:3], 0)
+
+
+def _summarize(
+    finished: list[RunFinished],
+    errors: list[str],
+    interrupted: bool,
+    console: Console,
+    seed: int,
+) -> int:
+    rows: dict[str, dict[str, Any]] = {}
+    signatures: dict[str, tuple[int, str]] = {}
+    down: list[str] = []
+    for run in finished:
+        for summary in run.targets:
+            row = rows.setdefault(
+                summary.label,
+                {
+                    "target": summary.label,
+                    "cases": 0,
+                    "programs": 0,
+                    "rate": 0.0,
+                    "failures": 0,
+                    "xfails": 0,
+                    "divergences": 0,
+                },
+            )
+            row["cases"] += summary.cases
+            row["programs"] += summary.programs
+            row["rate"] += summary.cases / max(summary.elapsed, 1e-9)
+            row["failures"] += summary.failures
+            row["xfails"] += summary.xfails
+            row["divergences"] += summary.divergences
+            for signature, count in summary.signatures.items():
+                seen, path = signatures.get(signature, (0, ""))
+                signatures[signature] = (
+                    seen + count,
+                    path or summary.reproducers.get(signature, ""),
+                )
+            if summary.broker_down and summary.broker_down not in down:
+                down.append(summary.broker_down)
+    for table in summary_table(list(rows.values()), signatures):
+        console.print(table)
+    for message in down:
+        console.print(f"broker down: {message}", highlight=False)
+    console.print(f"seed {seed}; records in the --out directory", highlight=False)
+    if errors:
+        raise BadInput(errors[0])
+    if interrupted:
+        return 130
+    return 1 if signatures or down else 0

@@ -1,0 +1,205 @@
+"""Stateful campaigns: rounds of programs from the driver's state machine until the budget ends.
+
+A *program* is one run of the driver's Hypothesis state machine (a model of the broker's
+entities and a real client acting on them; every step checks the model's invariants). A round is
+one Hypothesis run of several programs with its own seed, so that the budget is looked at between
+runs and never interrupts a shrink. A broken invariant is shrunk by Hypothesis to the shortest
+program; its steps become a replayable reproducer and the round a failed
+:class:`~.events.ProgramJudged`.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from hypothesis import HealthCheck, Phase, settings
+from hypothesis import seed as hypothesis_seed
+from hypothesis.errors import FlakyFailure
+
+from amqpfuzz.spec import DEFAULT_PROTOCOL
+
+from ..protocols import Broken, ProgramStep, reaction_record
+from . import signatures
+from .events import (
+    Emitter,
+    FailureFound,
+    ProgramJudged,
+    Progress,
+    RunFinished,
+    RunStarted,
+    TargetSummary,
+    new_record_id,
+)
+from .replay import write_program
+from .targets import TargetState
+from .verdicts import judge_against
+
+__all__ = ["ProgramSettings", "run_programs"]
+
+
+@dataclass
+class ProgramSettings:
+    duration: float | None = 60.0
+    max_programs: int | None = None
+    seed: int = 0
+    protocol: str = DEFAULT_PROTOCOL
+    timeout: float = 5.0
+    round_size: int = 20  # programs per Hypothesis run
+    steps: int = 25  # steps per program at most
+
+
+@dataclass
+class _Totals:
+    programs: int = 0
+    failures: int = 0
+    xfails: int = 0
+    signatures: dict[str, int] = field(default_factory=dict)
+    reproducers: dict[str, str] = field(default_factory=dict)
+
+
+def run_programs(
+    targets: list[TargetState],
+    config: ProgramSettings,
+    *,
+    out: Path,
+    run_id: str,
+    prefix: str,
+    emit: Emitter,
+) -> tuple[TargetSummary, ...]:
+    """Rounds of programs on every target until the budget is spent; what was found."""
+    for target in targets:
+        target.protocol = config.protocol
+        target.describe(config.timeout)
+    views = tuple(target.view() for target in targets)
+    emit(RunStarted(run_id, "stateful", str(config.seed), views))
+    started = time.monotonic()
+    deadline = started + (config.duration if config.duration is not None else 60.0)
+    left = config.max_programs
+    totals = {id(target): _Totals() for target in targets}
+    rounds = 0
+    while time.monotonic() < deadline and (left is None or left > 0):
+        for target in targets:
+            begun = time.monotonic()
+            steps, count, broken = _round(target, config, f"{prefix}s-", config.seed + rounds)
+            _judge(target, config, steps, count, broken, time.monotonic() - begun,
+                   out, emit, totals[id(target)])  # fmt: skip
+            if left is not None:
+                left -= count
+        rounds += 1
+        everything = totals.values()
+        emit(
+            Progress(
+                0,
+                sum(t.failures for t in everything),
+                sum(t.xfails for t in everything),
+                sum(t.programs for t in everything),
+            )
+        )
+    summaries = tuple(
+        TargetSummary(
+            label=target.label,
+            programs=totals[id(target)].programs,
+            failures=totals[id(target)].failures,
+            xfails=totals[id(target)].xfails,
+            elapsed=time.monotonic() - started,
+            signatures=dict(totals[id(target)].signatures),
+            reproducers=dict(totals[id(target)].reproducers),
+        )
+        for target in targets
+    )
+    emit(RunFinished(run_id, "stateful", summaries))
+    return summaries
+
+
+def _round(
+    target: TargetState, config: ProgramSettings, prefix: str, seed: int
+) -> tuple[list[ProgramStep], int, Broken | None]:
+    """One Hypothesis run of programs: the smallest failing program's steps (Hypothesis
+    replays it last), how many programs ran, and the invariant broken, if any."""
+    programs: list[Any] = []
+    machine = target.driver.machine(target.target, prefix, programs.append)
+    case = machine.TestCase
+    case.settings = settings(
+        max_examples=config.round_size,
+        stateful_step_count=config.steps,
+        deadline=None,
+        database=None,
+        phases=[Phase.generate, Phase.shrink],
+        suppress_health_check=list(HealthCheck),
+    )
+    test = hypothesis_seed(seed)(case)("runTest")
+    broken = None
+    try:
+        test.runTest()
+    except Broken as exc:
+        broken = exc
+    except FlakyFailure as group:
+        # the broker broke an invariant, but not every time the program ran: still a failure
+        found = [e for e in group.exceptions if isinstance(e, Broken)]
+        if not found:
+            raise
+        broken = Broken(found[0].invariant, found[0].step, found[0].message + " (not every time)")
+    finally:
+        for program in programs:
+            program.close()
+    steps: list[ProgramStep] = list(getattr(programs[-1], "trace", [])) if programs else []
+    return steps, len(programs), broken
+
+
+def _judge(
+    target: TargetState,
+    config: ProgramSettings,
+    steps: list[ProgramStep],
+    count: int,
+    broken: Broken | None,
+    elapsed: float,
+    out: Path,
+    emit: Emitter,
+    totals: _Totals,
+) -> None:
+    totals.programs += count
+    record_id = new_record_id()
+    failure = reproducer = None
+    signature = None
+    if broken is not None:
+        signature = signatures.program(broken.invariant, broken.step)
+        failure = {"oracle": "stateful", "signature": signature, "message": broken.message}
+    verdict = judge_against(target, "fail" if broken else "pass", signature=signature)
+    if broken is not None and signature is not None and verdict.verdict == "fail":
+        path = write_program(
+            out / "reproducers",
+            steps,
+            broken,
+            target=target.target,
+            seed=str(config.seed),
+            protocol=config.protocol,
+            record_id=record_id,
+        )
+        reproducer = str(path)
+        totals.failures += 1
+        totals.signatures[signature] = totals.signatures.get(signature, 0) + 1
+        totals.reproducers.setdefault(signature, reproducer)
+    elif verdict.verdict == "xfail":
+        totals.xfails += 1
+    emit(
+        ProgramJudged(
+            kind="stateful",
+            target=target.view(),
+            spec_ref=f"stateful/{broken.invariant}" if broken else "stateful",
+            expected=reaction_record("reply"),
+            observed=reaction_record("reply"),
+            verdict=verdict.verdict,
+            seed=str(config.seed),
+            duration_s=elapsed,
+            failure=failure,
+            reproducer=reproducer,
+            record_id=record_id,
+            programs=count,
+            steps=tuple(steps) if broken else (),
+        )
+    )
+    if reproducer is not None and signature is not None:
+        emit(FailureFound(target.label, signature, str(steps), reproducer))

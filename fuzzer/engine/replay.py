@@ -1,0 +1,181 @@
+"""What is kept of a failure, and replaying it: every kind of reproducer replays.
+
+A fuzz case's reproducer holds its exact bytes, rendered on the channel a replay runs it on (a
+connection of its own, as the runner runs such cases), the reaction required and the one seen;
+replaying sends the same bytes the same way and judges them with the same oracles. A stateful
+program's reproducer holds its steps; replaying runs them again through the driver's client and
+checks the same invariants. Either way the answer is the failure's signature now (None: fixed).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from amqpfuzz.spec import DEFAULT_PROTOCOL
+from amqpfuzz.strategies import Case, Reaction
+
+from ..brokers import Target
+from ..protocols import Broken, ProgramStep, driver_for
+from ..records.reproducers import ReproducerError, write_reproducer
+from . import signatures
+from .runner import Result, Runner
+
+__all__ = ["RecordedStep", "Replay", "replay", "write_case", "write_program"]
+
+
+def write_case(
+    directory: Path,
+    result: Result,
+    *,
+    target: Target,
+    seed: str,
+    protocol: str,
+    frame_max: int,
+    record_id: str,
+) -> Path:
+    """Write the reproducer of a failed case as ``repro-<record_id>.json``."""
+    case, failure = result.case, result.failure
+    assert failure is not None
+    channel = driver_for(protocol).own_channel(case)
+    data = {
+        "kind": "case",
+        "record_id": record_id,
+        "target": target.safe_url,
+        "protocol": protocol,
+        "frame_max": frame_max,
+        "seed": seed,
+        "spec_ref": case.spec_ref,
+        "mutation": case.operator,
+        "level": case.level,
+        "channel": case.channel,
+        "case": repr(case),
+        "steps": [{"label": step.label, "hex": step.render(channel).hex()} for step in case.steps],
+        # rendered on the channel a replay runs it on (see Runner.run_alone)
+        "bytes_hex": case.render(channel).hex(),
+        "channel_number": channel,
+        "expected": case.expected.as_dict(),
+        "observed": result.outcome.as_record() | {"text": result.outcome.text},
+        "failure": failure.as_record(),
+        "blob_hex": case.blob.hex(),
+    }
+    return write_reproducer(directory, f"repro-{record_id}", data)
+
+
+def write_program(
+    directory: Path,
+    steps: list[ProgramStep],
+    broken: Broken,
+    *,
+    target: Target,
+    seed: str,
+    protocol: str,
+    record_id: str,
+) -> Path:
+    """Write the reproducer of a stateful program that broke an invariant."""
+    data = {
+        "kind": "program",
+        "record_id": record_id,
+        "target": target.safe_url,
+        "protocol": protocol,
+        "seed": seed,
+        "invariant": broken.invariant,
+        "step": broken.step,
+        "message": broken.message,
+        "failure": {
+            "oracle": "stateful",
+            "signature": signatures.program(broken.invariant, broken.step),
+            "message": broken.message,
+        },
+        "steps": steps,
+    }
+    return write_reproducer(directory, f"repro-{record_id}", data)
+
+
+@dataclass(frozen=True)
+class Replay:
+    """What replaying a reproducer came to: the recorded failure's signature, the one now
+    (None: the broker now does what the specification requires), and both in words."""
+
+    signature: str
+    now: str | None
+    expected: str
+    observed: str
+
+    @property
+    def reproduced(self) -> bool:
+        """The same failure (by signature) happened again."""
+        return self.now == self.signature
+
+
+def replay(data: dict[str, Any], target: Target, *, timeout: float = 5.0) -> Replay:
+    """Replay a reproducer (as :func:`~amqpfuzz.fuzzer.records.load_reproducer` reads it)
+    against ``target``."""
+    try:
+        signature = str(data["failure"]["signature"])
+    except (KeyError, TypeError):
+        raise ReproducerError("the reproducer names no failure signature") from None
+    if data.get("kind", "case") == "program":
+        return _replay_program(data, target, signature)
+    return _replay_case(data, target, signature, timeout)
+
+
+def _replay_case(data: dict[str, Any], target: Target, signature: str, timeout: float) -> Replay:
+    """The recorded bytes on a connection of their own, the probe, the same oracles."""
+    protocol = str(data.get("protocol", DEFAULT_PROTOCOL))
+    driver = driver_for(protocol)
+    try:
+        reaction = Reaction.from_dict(data["expected"], driver.code)
+    except (KeyError, TypeError) as exc:
+        raise ReproducerError(f"the reproducer's expected reaction is unreadable: {exc}") from None
+    step = RecordedStep(bytes.fromhex(data["bytes_hex"]))
+    case = Case(
+        (step,),
+        reaction,
+        str(data["spec_ref"]),
+        data.get("mutation"),
+        str(data["channel"]),
+        level=data.get("level") or _level(data),
+    )
+    runner = Runner(target, protocol=protocol, timeout=timeout, in_flight=1)
+    try:
+        result = runner.run_alone(case)
+    finally:
+        runner.close()
+    now = result.failure.signature if result.failure is not None else None
+    return Replay(signature, now, str(reaction), str(result.outcome))
+
+
+def _level(data: dict[str, Any]) -> str | None:
+    """Reproducers written before they kept the operator's level: a signature that names the
+    spec reference was a rule-breaking operator's."""
+    if data.get("mutation") is None:
+        return None
+    parts = str(data["failure"]["signature"]).split(":")
+    return "rule" if len(parts) > 2 and parts[1] == data.get("spec_ref") else None
+
+
+def _replay_program(data: dict[str, Any], target: Target, signature: str) -> Replay:
+    """The program's steps again, through the driver's client, the same invariants checked."""
+    protocol = str(data.get("protocol", DEFAULT_PROTOCOL))
+    prefix = f"amqpfuzz-replay-{time.monotonic_ns() % 10**9}-"
+    broken = driver_for(protocol).replay_program(list(data["steps"]), target, prefix)
+    now = signatures.program(broken.invariant, broken.step) if broken is not None else None
+    observed = f"{broken.invariant} in {broken.step}: {broken.message}" if broken else "held"
+    return Replay(signature, now, f"every invariant holds ({signature} broke)", observed)
+
+
+@dataclass(frozen=True, slots=True)
+class RecordedStep:
+    """A reproducer's bytes, sent as they were recorded (already rendered on their channel)."""
+
+    data: bytes
+
+    def render(self, channel: int) -> bytes:
+        return self.data
+
+    @property
+    def label(self) -> str:
+        return "the recorded bytes"

@@ -1,0 +1,428 @@
+"""Running cases against one target, fast: reused connections, probes, spares, channels in flight.
+
+The runner knows no protocol; the target's driver (:class:`~amqpfuzz.fuzzer.protocols.Driver`)
+opens connections and channels, makes the probe and says what a case left behind.
+
+* Cases that should leave the connection open run on a few long-lived connections (lanes: a
+  broker parses each connection's frames in one place), a batch spread over them, several at
+  once on each, each case on its own channel. After a case comes the driver's *probe* on the
+  same channel: its answer proves the channel survived, with no waiting for a timeout.
+* Cases that end their connection (hard errors, and cases that need channel 0 or a channel
+  that is not open) run on *spare* connections, prepared ahead in the background while the
+  others run, several at once.
+* If a connection dies with several cases in flight, those answered before it died stand, and
+  each of the others runs again on a connection of its own, so that what happened is pinned on
+  the case that did it.
+
+Every name a case creates starts with the run's prefix; the runner notes what the driver says
+each case created, and :meth:`Runner.cleanup` deletes that, and only that.
+"""
+
+from __future__ import annotations
+
+import select
+import time
+from collections import deque
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+from amqpfuzz.spec import DEFAULT_PROTOCOL, AmqpfuzzError
+from amqpfuzz.strategies import Case
+
+from ..brokers import Target
+from ..brokers.control import AnyBroker
+from ..protocols import Connection, ConnectionFailed, Name, Outcome, driver_for
+from .oracles import Failure, Observation, judge
+
+__all__ = ["Result", "Runner"]
+
+
+@dataclass(frozen=True)
+class Result:
+    """One case as run: where, what came of it, and the oracles' verdict."""
+
+    case: Case
+    outcome: Outcome
+    channel: int
+    duration_s: float
+    data: bytes
+    failure: Failure | None
+
+    @property
+    def verdict(self) -> str:
+        return "fail" if self.failure is not None else "pass"
+
+
+@dataclass
+class Lane:
+    """One long-lived connection for cases that leave it open, and its channels."""
+
+    connection: Connection | None = None
+    channels: deque[int] = field(default_factory=deque)  # open, ready for an "open" case
+    next_channel: int = 1
+    closing: bytes = b""  # channel closes that go out with the next group
+
+
+def _abort_spare(future: Future[Connection]) -> None:
+    """Close a spare connection nobody will use (if it opened at all)."""
+    if not future.cancelled() and future.exception() is None:
+        future.result().abort()
+
+
+Placed = list[tuple[int, Case, int, bytes, float]]
+
+
+class Runner:
+    """Runs batches of cases against ``target`` and judges each with the oracles."""
+
+    def __init__(
+        self,
+        target: Target,
+        *,
+        protocol: str = DEFAULT_PROTOCOL,
+        timeout: float = 5.0,
+        in_flight: int = 32,
+        lanes: int = 4,
+        broker: AnyBroker | None = None,
+        prefix: str = "",
+        settle: float = 0.05,
+        grace: float = 0.0,
+    ) -> None:
+        self.target = target
+        self.driver = driver_for(protocol)
+        # a broker that must close the connection has this long before we ask whether it will
+        self.settle = settle
+        # after a probe's answer, this long for a close that was on its way
+        self.grace = grace
+        self.protocol = protocol
+        self.timeout = timeout
+        self.in_flight = max(1, in_flight)
+        # connections prepared ahead, and as many connection-ending cases at once: each group
+        # of them waits out the settle time once (a broker that lets a case pass says nothing)
+        self.spares = 2 * self.in_flight
+        self.broker = broker
+        self.prefix = prefix
+        # several connections for the cases that leave theirs open: a broker parses each
+        # connection's frames in one place, so two of them keep two of its cores busy
+        self.lanes = [Lane() for _ in range(max(1, lanes))]
+        self.frame_max = 131072
+        self._spares: deque[Future[Connection]] = deque()
+        self._executor = ThreadPoolExecutor(max_workers=4, thread_name_prefix="amqpfuzz-spares")
+        self.created: set[tuple[str, Name]] = set()  # what the run's cases made, to delete
+
+    # -- connections -----------------------------------------------------------------------
+
+    def _open(self) -> Connection:
+        connection = self.driver.connect(self.target, timeout=self.timeout)
+        self.frame_max = connection.frame_max
+        return connection
+
+    def _spare(self) -> Connection:
+        connection = self._open()
+        if self.driver.open_control(connection, self.timeout) is not None:
+            raise ConnectionFailed(f"{self.target.safe_url}: cannot open a channel")
+        return connection
+
+    @property
+    def main(self) -> Connection | None:
+        """The first long-lived connection (it says what the broker is)."""
+        return self.lanes[0].connection
+
+    def start(self) -> Runner:
+        """Open the long-lived connections (raises ConnectionFailed: unreachable, refused
+        login)."""
+        for lane in self.lanes:
+            self._lane(lane)
+        self._prepare(self.spares)
+        return self
+
+    def _prepare(self, count: int) -> None:
+        while len(self._spares) < count:
+            self._spares.append(self._executor.submit(self._spare))
+
+    def _take_spare(self) -> Connection | Outcome:
+        """A prepared connection, or broker-down if none can be had."""
+        if not self._spares:
+            self._prepare(1)
+        future = self._spares.popleft()
+        self._prepare(self.spares)
+        try:
+            return future.result(timeout=self.timeout * 3)
+        except (AmqpfuzzError, TimeoutError, OSError) as exc:
+            return Outcome("broker-down", text=str(exc))
+
+    def _lane(self, lane: Lane) -> Connection:
+        if lane.connection is None or not lane.connection.alive:
+            lane.connection = self._open()
+            lane.channels.clear()
+            lane.closing = b""
+        return lane.connection
+
+    def alive(self) -> bool:
+        """Whether the broker still accepts a new connection (and its process runs)."""
+        if self.broker is not None and self.broker.crashed:
+            return False
+        try:
+            self._open().close()
+        except AmqpfuzzError:
+            return False
+        return True
+
+    # -- running ---------------------------------------------------------------------------
+
+    def run(self, cases: list[Case]) -> list[Result]:
+        """Run ``cases`` (in flight as far as they allow) and judge each; results in order."""
+        results: dict[int, Result] = {}
+        alone = {i for i, c in enumerate(cases) if self.driver.needs_own_connection(c)}
+        shared = [i for i in range(len(cases)) if i not in alone]
+        own = sorted(alone)
+        # spread over the lanes, so that the broker parses as many connections at once as it can
+        size = min(self.in_flight, max(1, -(-len(shared) // len(self.lanes))))
+        groups = [
+            [(i, cases[i]) for i in shared[start : start + size]]
+            for start in range(0, len(shared), size)
+        ]
+        for first in range(0, len(groups), len(self.lanes)):
+            together = list(zip(self.lanes, groups[first : first + len(self.lanes)], strict=False))
+            sent = [(lane, group, self._send_shared(lane, group)) for lane, group in together]
+            for lane, group, placed in sent:
+                results.update(self._checked(group, self._collect_shared(lane, group, placed)))
+        for start in range(0, len(own), self.spares):
+            group = [(i, cases[i]) for i in own[start : start + self.spares]]
+            results.update(self._checked(group, self._run_own(group)))
+        return [results[i] for i in range(len(cases))]
+
+    def _checked(
+        self, group: list[tuple[int, Case]], results: dict[int, Result]
+    ) -> dict[int, Result]:
+        """Liveness after a group: a new connection must still be accepted. When it is not,
+        the group's last case carries the failure, and the bytes of every case in the group
+        (one of them did it)."""
+        calm = all(r.outcome.kind in ("reply", "channel-close") for r in results.values())
+        if calm and not (self.broker is not None and self.broker.crashed):
+            return results
+        if self.alive():
+            return results
+        last, case = group[-1]
+        ran = results[last]
+        data = b"".join(results[i].data for i, _ in group)
+        seen = Observation(
+            case, ran.outcome, alive=False, crashed=bool(self.broker and self.broker.crashed)
+        )
+        results[last] = Result(case, ran.outcome, ran.channel, ran.duration_s, data, judge(seen))
+        return results
+
+    def _channel_for(self, lane: Lane, case: Case) -> tuple[int, bytes]:
+        """An open channel for an ``open`` case; for the others, a new one, with the bytes
+        that open it. New numbers go round the whole range, so that a number comes back long
+        after its close was answered."""
+        connection = lane.connection
+        assert connection is not None
+        while case.channel == "open" and lane.channels:
+            channel = lane.channels.popleft()
+            if channel in connection.open_channels:
+                return channel, b""
+        top = max(2, min(connection.channel_max, 2047))
+        while True:
+            channel = lane.next_channel
+            lane.next_channel = lane.next_channel % top + 1
+            if channel not in connection.open_channels:
+                break
+        connection.inbox.pop(channel, None)
+        connection.closed_channels.pop(channel, None)
+        connection.open_channels.add(channel)
+        return channel, self.driver.open_channel(connection, channel)
+
+    def _release(self, lane: Lane, case: Case, channel: int) -> None:
+        """An open channel goes back to the pool; one opened fresh is closed (its state is
+        the case's), and so is any beyond what is needed in flight."""
+        connection = lane.connection
+        assert connection is not None
+        if case.channel == "open" and len(lane.channels) < self.in_flight:
+            lane.channels.append(channel)
+            return
+        # closed with the next group's bytes: one write fewer
+        lane.closing += self.driver.close_channel(connection, channel)
+        connection.open_channels.discard(channel)
+
+    def _send_shared(self, lane: Lane, group: list[tuple[int, Case]]) -> Placed | dict[int, Result]:
+        """Write the group's cases on the lane's connection, each on its own channel, all at
+        once: a channel to open (when the case wants a fresh one), the case, its probe. The
+        broker takes them in order, so nothing waits for the channel's opening; a channel it
+        refused to open shows as that channel's close. Returns what was placed where (or, if
+        the broker cannot be reached, the results)."""
+        try:
+            connection = self._lane(lane)
+        except AmqpfuzzError as exc:
+            down = Outcome("broker-down", text=str(exc))
+            return {i: self._judged(case, down, 0, 0.0, b"") for i, case in group}
+        started = time.monotonic()
+        placed: Placed = []
+        out = [lane.closing]
+        lane.closing = b""
+        for i, case in group:
+            channel, opening = self._channel_for(lane, case)
+            data = case.render(channel)
+            out += [opening, data, self.driver.probe(connection, channel)]
+            placed.append((i, case, channel, data, started))
+        connection.send(b"".join(out))
+        return placed
+
+    def _collect_shared(
+        self,
+        lane: Lane,
+        group: list[tuple[int, Case]],
+        placed: Placed | dict[int, Result],
+    ) -> dict[int, Result]:
+        """Read what came of each placed case. If the connection died with several in flight,
+        those that had their answer before it died stand (the broker took them before the
+        fatal frame); each of the others runs again on a connection of its own, to learn
+        which one ended the shared one."""
+        if isinstance(placed, dict):
+            return placed
+        connection = lane.connection
+        assert connection is not None
+        results = {}
+        unknown = []
+        replies = self.driver.probe_replies
+        for i, case, channel, data, started in placed:
+            echoes = self.driver.echoes(case)
+            frames, end = connection.collect(channel, replies, self.timeout, echoes)
+            self._note(case, frames)  # a name the broker gave it, too
+            if len(placed) > 1 and end is connection.ended:
+                unknown.append((i, case))
+                continue
+            outcome = self._outcome(case, frames, end, connection, channel)
+            if outcome.kind == "reply":
+                self._release(lane, case, channel)
+            results[i] = self._judged(case, outcome, channel, time.monotonic() - started, data)
+        if unknown:
+            results.update(self._run_own(unknown))
+        return results
+
+    def _run_own(self, group: list[tuple[int, Case]]) -> dict[int, Result]:
+        """Each case on a spare connection of its own, all of them in flight at once.
+
+        A case expected to end its connection is sent alone, with no probe behind it: a broker
+        that closes a socket with bytes unread resets it, and the reset throws away the close
+        it had just sent. Only if nothing happens within the settle time is the probe sent, on
+        the control channel, to learn that the broker let the case pass.
+        """
+        driver = self.driver
+        control = driver.control
+        taken = [(i, case, self._take_spare()) for i, case in group]
+        started = time.monotonic()
+        sent: dict[int, bytes] = {}
+        for i, case, connection in taken:
+            if not isinstance(connection, Outcome):
+                sent[i] = case.render(driver.own_channel(case))
+                probe = b"" if case.kills_connection else driver.probe(connection, control)
+                connection.send(sent[i] + probe)
+        self._settle(
+            [c for _, case, c in taken if not isinstance(c, Outcome) and case.kills_connection]
+        )
+        results = {}
+        for i, case, connection in taken:
+            if isinstance(connection, Outcome):
+                results[i] = self._judged(case, connection, 0, 0.0, b"")
+                continue
+            if case.kills_connection and connection.ended is None:
+                connection.send(driver.probe(connection, control))
+            echoes = driver.echoes(case) if case.channel in ("open", "fresh") else 0
+            frames, end = connection.collect(control, driver.probe_replies, self.timeout, echoes)
+            if not isinstance(end, Outcome):  # accepted: a close may still be on its way
+                connection.pump(self.grace)
+                if connection.ended is not None:
+                    end = connection.ended
+                elif control + 1 in connection.closed_channels:  # the case's closed channel
+                    end = connection.closed_channels[control + 1]
+            outcome = self._outcome(case, frames, end, connection, control)
+            self._note(case, frames)
+            connection.abort()
+            results[i] = self._judged(case, outcome, control, time.monotonic() - started, sent[i])
+        return results
+
+    def _settle(self, connections: list[Connection]) -> None:
+        """Wait, all at once, up to the settle time for each connection to end."""
+        deadline = time.monotonic() + self.settle
+        waiting = [c for c in connections if c.ended is None]
+        while waiting and time.monotonic() < deadline:
+            ready, _, _ = select.select(
+                [c.sock for c in waiting], [], [], deadline - time.monotonic()
+            )
+            for connection in waiting:
+                if connection.sock in ready:
+                    connection.pump(0)
+            waiting = [c for c in waiting if c.ended is None]
+
+    def run_alone(self, case: Case) -> Result:
+        """One case on a connection of its own (how a reproducer is replayed)."""
+        results = self._checked([(0, case)], self._run_own([(0, case)]))
+        return results[0]
+
+    def _outcome(
+        self,
+        case: Case,
+        frames: list[Any],
+        end: Any,
+        connection: Connection,
+        channel: int,
+    ) -> Outcome:
+        """What the broker did: a close, or (the probe answered) a reply once the case's
+        synchronous requests have their responses. A response may come after the probe's
+        (RabbitMQ's queue process sends basic.consume-ok, its channel sends qos-ok), so the
+        ones missing are awaited too, within the timeout."""
+        missing = self.driver.missing_responses(case, frames)
+        while missing and not isinstance(end, Outcome):
+            more, found = connection.collect(channel, missing, self.timeout)
+            frames = [*frames, *more, *([] if isinstance(found, Outcome) else [found])]
+            if isinstance(found, Outcome):
+                end = found
+            missing = self.driver.missing_responses(case, frames)
+        if isinstance(end, Outcome):
+            if (
+                end.kind in ("socket-close", "timeout")
+                and self.broker is not None
+                and self.broker.crashed
+            ):
+                return Outcome("broker-down", text=f"the broker process died ({end.text})")
+            return end
+        return Outcome(
+            "reply",
+            text=", ".join(str(getattr(f, "name", f)) for f in frames if hasattr(f, "name")),
+            frames=tuple(frames),
+        )
+
+    def _judged(
+        self, case: Case, outcome: Outcome, channel: int, duration: float, data: bytes
+    ) -> Result:
+        crashed = bool(self.broker is not None and self.broker.crashed)
+        seen = Observation(case, outcome, alive=outcome.kind != "broker-down", crashed=crashed)
+        return Result(case, outcome, channel, duration, data, judge(seen))
+
+    # -- what was created ------------------------------------------------------------------
+
+    def _note(self, case: Case, replies: list[Any]) -> None:
+        """Remember what this case may have created, to delete it: what the driver reads in
+        the case's bytes (as sent: a lenient broker creates a broken name) and in the replies
+        (a name the broker chose)."""
+        self.created.update(self.driver.created(case, replies, self.prefix))
+
+    def cleanup(self) -> int:
+        """Delete what the run's cases created (only that); how many. Called after
+        :meth:`close`: an exclusive queue of a connection still open cannot be deleted from
+        another."""
+        if not self.created:
+            return 0
+        left = self.driver.delete(self.target, self.created, self.timeout)
+        return len(self.created) - len(left)
+
+    def close(self) -> None:
+        for lane in self.lanes:
+            if lane.connection is not None:
+                lane.connection.close()
+        for future in self._spares:
+            future.add_done_callback(_abort_spare)
+        self._spares.clear()
+        self._executor.shutdown(wait=False, cancel_futures=True)

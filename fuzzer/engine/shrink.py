@@ -1,0 +1,58 @@
+"""Shrinking a failing case with Hypothesis's shrinker, against the broker itself.
+
+A campaign draws its cases in batches, which do not shrink; each case keeps the blob it was
+read from. The blob is stored in an in-memory example database under the test's key, so that
+Hypothesis replays it first and then shrinks it, as it does a failure it remembers, while the
+same signature keeps failing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import strategies as st
+from hypothesis.database import InMemoryExampleDatabase, choices_to_bytes
+
+from amqpfuzz.strategies import Case
+
+from .runner import Result, Runner
+
+__all__ = ["shrink"]
+
+
+def shrink(
+    cases: st.SearchStrategy[Case], runner: Runner, case: Case, signature: str, budget: float
+) -> Result | None:
+    """The smallest case of ``cases`` found within ``budget`` seconds that still fails with
+    ``signature`` when run alone (None if none did, or ``case`` has no blob)."""
+    if not case.blob:
+        return None
+    smallest: list[Result] = []
+    deadline = time.monotonic() + budget
+    database = InMemoryExampleDatabase()
+
+    @settings(
+        database=database,
+        phases=[Phase.reuse, Phase.shrink],
+        max_examples=1000,
+        deadline=None,
+        suppress_health_check=list(HealthCheck),
+        report_multiple_bugs=False,
+    )
+    @given(cases)
+    def still_fails(candidate: Case) -> None:
+        if time.monotonic() > deadline:
+            return  # out of time: the smallest so far stands
+        result = runner.run_alone(candidate)
+        if result.failure is not None and result.failure.signature == signature:
+            smallest.append(result)
+            raise AssertionError(signature)
+
+    key = b"amqpfuzz-shrink:" + signature.encode()
+    still_fails._hypothesis_internal_database_key = key  # type: ignore[attr-defined]
+    database.save(key, choices_to_bytes((case.blob,)))
+    with contextlib.suppress(AssertionError):  # the shrunk failure, raised once more
+        still_fails()
+    return smallest[-1] if smallest else None

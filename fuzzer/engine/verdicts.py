@@ -1,0 +1,65 @@
+"""Verdicts against a profile, and divergence between targets: each decided here only.
+
+A failure a target's profile documents is ``xfail``, not hidden; a deviation the profile records
+for a rule that no longer happens is ``xpass`` where it can be told (a scenario's rule: it ran
+and passed), so that a stale profile is seen. Targets that react differently to the same case
+*diverge*, even where each reaction is one the specification allows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ..brokers.profiles import Deviation
+from ..protocols import Outcome
+from .targets import TargetState
+
+__all__ = ["FAILING", "Verdict", "diverges", "judge_against"]
+
+# The verdicts that make a run fail: failures outside the profile, errors, and xpasses.
+FAILING = ("fail", "error", "xpass")
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    verdict: str  # pass, fail, xfail, xpass (and error, skip, which no profile changes)
+    reason: str = ""  # the profile's reason for an xfail or xpass
+    deviation: Deviation | None = None
+
+
+def judge_against(
+    target: TargetState,
+    status: str,
+    *,
+    signature: str | None = None,
+    rule: str | None = None,
+    operator: str | None = None,
+    protocol: str | None = None,
+    xpass: bool = False,
+) -> Verdict:
+    """The verdict of something that ended in ``status`` (pass, fail, error, skip) on
+    ``target``, given its profile. A failure is looked up by its ``signature``, ``rule`` or
+    ``operator``; a pass becomes ``xpass`` only where ``xpass`` says a pass can be told from
+    a deviation (a rule's scenario), since a fuzz case that passes says nothing of the rest."""
+    if status not in ("pass", "fail"):
+        return Verdict(status)
+    deviation = target.deviation(signature, rule, operator, protocol)
+    if deviation is None:
+        return Verdict(status)
+    if status == "fail":
+        return Verdict("xfail", deviation.reason, deviation)
+    if not xpass:
+        return Verdict("pass")
+    name = target.profile.name if target.profile else "?"
+    reason = f"the profile {name} records a deviation that did not happen: {deviation.reason}"
+    return Verdict("xpass", reason, deviation)
+
+
+def diverges(outcomes: Mapping[str, Outcome]) -> dict[str, dict[str, Any]] | None:
+    """Each target's reaction (by label) if they are not all the same (by outcome and code),
+    else None."""
+    reactions = {label: outcome.as_record() for label, outcome in outcomes.items()}
+    keys = {(r["outcome"], r["reply_code"], r["condition"]) for r in reactions.values()}
+    return reactions if len(keys) > 1 else None

@@ -1,0 +1,43 @@
+"""The plugin's markers: one per kind of item, per AMQP class and per scenario capability,
+registered in every run (so that ``--strict-markers`` accepts them). Plain data."""
+
+from __future__ import annotations
+
+__all__ = ["CAPABILITIES", "CLASSES", "MARKERS", "class_of"]
+
+# The AMQP classes of every protocol amqpfuzz knows (and "domain" for rules on a domain): a
+# marker each, registered at once (a test checks that every scenario's class is here).
+CLASSES = (
+    "connection",
+    "channel",
+    "access",
+    "exchange",
+    "queue",
+    "basic",
+    "file",
+    "stream",
+    "tx",
+    "dtx",
+    "tunnel",
+    "confirm",
+    "message",
+    "session",
+    "execution",
+    "domain",
+)
+# The capabilities of amqpfuzz.scenarios.vocabulary.CAPABILITIES (a test keeps them equal).
+CAPABILITIES = ("second-connection", "restart", "many-queues", "raw-bytes", "consumer")
+MARKERS = {
+    "amqp_scenario": "an amqpfuzz scenario file played against the target",
+    "amqp_fuzz": "an amqpfuzz fuzz item: Hypothesis cases judged by the specification",
+    **{f"amqp_class_{c}": f"amqpfuzz item about the AMQP {c} class" for c in CLASSES},
+    **{
+        f"amqp_{c.replace('-', '_')}": f"amqpfuzz scenario needing the {c} capability"
+        for c in CAPABILITIES
+    },
+}
+
+
+def class_of(ref: str) -> str:
+    """The AMQP class a spec reference is about (``queue.declare/queue/reserved``: queue)."""
+    return ref.split(":")[0].split("/")[0].split(".")[0]

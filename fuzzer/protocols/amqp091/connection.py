@@ -1,0 +1,354 @@
+"""A raw AMQP 0-8/0-9/0-9-1 client connection: our codec over a socket, nothing refused.
+
+The fuzzer sends bytes no client library would, so it speaks through this small connection:
+:meth:`Connection.open` does the handshake, :meth:`Connection.send` writes any bytes,
+:meth:`Connection.pump` reads what arrived and files the frames by channel, answering a
+broker's ``channel.close`` and ``connection.close`` the way a client must. What a case led to
+is an :class:`Outcome` (reply, channel-close, connection-close, socket-close, timeout), read by
+the oracles.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import select
+import socket
+import time
+from collections import deque
+from collections.abc import Iterable
+from typing import Any
+
+from amqpfuzz.spec import RemoteProtocolError
+from amqpfuzz.spec.amqp091.codec import (
+    Codec,
+    Frame,
+    FrameReader,
+    MethodFrame,
+    ProtocolHeader,
+    codec_for,
+    raw,
+)
+from amqpfuzz.spec.amqp091.model import ZERO_VALUES
+
+from ...brokers import Target
+from ..base import AuthenticationFailed, ConnectionFailed, Name, Outcome, Unreachable
+
+__all__ = ["Connection", "closed_by"]
+
+
+def closed_by(frame: MethodFrame) -> Outcome:
+    """The outcome a broker's ``channel.close`` or ``connection.close`` says."""
+    kind = "connection-close" if frame.method.class_name == "connection" else "channel-close"
+    args = frame.arguments
+    return Outcome(
+        kind,
+        args.get("reply_code"),
+        args.get("class_id"),
+        args.get("method_id"),
+        str(args.get("reply_text", "")),
+    )
+
+
+class Connection:
+    """One open AMQP connection (after the handshake).
+
+    Frames arriving on a channel wait in :attr:`inbox`; a broker's ``channel.close`` is
+    answered with ``close-ok`` and kept in :attr:`closed_channels`; its ``connection.close``
+    (or the socket closing) ends the connection and is kept in :attr:`ended`.
+    """
+
+    def __init__(self, sock: socket.socket, codec: Codec, frame_max: int, channel_max: int) -> None:
+        self.sock = sock
+        self.codec = codec
+        self.frame_max = frame_max
+        self.channel_max = channel_max
+        self.reader: FrameReader = codec.reader(frame_max=frame_max)
+        self.inbox: dict[int, deque[Frame]] = {}
+        self.closed_channels: dict[int, Outcome] = {}
+        self.open_channels: set[int] = set()
+        self.ended: Outcome | None = None
+        self.server_properties: dict[str, object] = {}
+        self._close_ok = codec.spec.method("channel.close-ok")
+
+    # -- opening ---------------------------------------------------------------------------
+
+    @classmethod
+    def open(
+        cls,
+        target: Target,
+        *,
+        protocol: str = "0-9-1",
+        timeout: float = 10.0,
+        frame_max: int = 131072,
+        channel_max: int = 2047,
+        client_properties: dict[str, Any] | None = None,
+    ) -> Connection:
+        """Connect, send the protocol header and complete the handshake (PLAIN, no heartbeat).
+
+        ``client_properties`` default to amqpfuzz's, announcing RabbitMQ's consumer-cancel
+        notifications; a plain 0-9-1 client (``{"product": ...}``) announces nothing."""
+        connection = cls.connect(
+            target, protocol=protocol, timeout=timeout, frame_max=frame_max, channel_max=channel_max
+        )
+        try:
+            connection._handshake(target, timeout, frame_max, channel_max, client_properties)
+        except BaseException:
+            connection.abort()
+            raise
+        return connection
+
+    @classmethod
+    def connect(
+        cls,
+        target: Target,
+        *,
+        protocol: str = "0-9-1",
+        timeout: float = 10.0,
+        frame_max: int = 131072,
+        channel_max: int = 2047,
+    ) -> Connection:
+        """Only the socket (TLS for amqps://): the caller speaks the protocol from the header on."""
+        codec = codec_for(protocol)
+        try:
+            sock = socket.create_connection((target.host, target.port), timeout=timeout)
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            context = target.ssl_context()
+            if context is not None:
+                sock = context.wrap_socket(sock, server_hostname=target.host)
+        except OSError as exc:
+            raise Unreachable(f"{target.safe_url}: cannot connect: {exc.strerror or exc}") from None
+        return cls(sock, codec, frame_max, channel_max)
+
+    def _handshake(
+        self,
+        target: Target,
+        timeout: float,
+        frame_max: int,
+        channel_max: int,
+        properties: dict[str, Any] | None,
+    ) -> None:
+        codec = self.codec
+        self.send(codec.spec.protocol_header)
+        start = self._expect_handshake(target, "connection.start", timeout)
+        self.server_properties = dict(start["server_properties"])
+        response = b"\x00" + target.user.encode() + b"\x00" + target.password.encode()
+        if properties is None:
+            properties = {"product": "amqpfuzz", "capabilities": {"consumer_cancel_notify": True}}
+        self.send_frame(
+            codec.method(
+                "connection.start-ok",
+                0,
+                client_properties=properties,
+                mechanism="PLAIN",
+                response=response,
+                locale="en_US",
+            )
+        )
+        tune = self._expect_handshake(target, "connection.tune", timeout, authenticating=True)
+        self.frame_max = min(frame_max, tune["frame_max"] or frame_max)
+        self.channel_max = min(channel_max, tune["channel_max"] or channel_max)
+        self.reader.frame_max = self.frame_max
+        self.send_frame(
+            codec.method(
+                "connection.tune-ok",
+                0,
+                channel_max=self.channel_max,
+                frame_max=self.frame_max,
+                heartbeat=0,
+            )
+        )
+        self.send_frame(codec.method("connection.open", 0, virtual_host=target.vhost))
+        self._expect_handshake(target, "connection.open-ok", timeout, authenticating=True)
+
+    def _expect_handshake(
+        self, target: Target, name: str, timeout: float, authenticating: bool = False
+    ) -> MethodFrame:
+        deadline = time.monotonic() + timeout
+        while True:
+            self.pump(max(0.0, deadline - time.monotonic()))
+            for frame in self.inbox.pop(0, deque()):
+                if isinstance(frame, ProtocolHeader):
+                    raise ConnectionFailed(
+                        f"{target.safe_url}: the broker does not speak AMQP "
+                        f"{self.codec.spec.protocol} (it answered {frame!r})"
+                    )
+                if isinstance(frame, MethodFrame) and frame.name == name:
+                    return frame
+            if self.ended is not None:
+                if authenticating and self.ended.reply_code in (None, 403, 530):
+                    raise AuthenticationFailed(
+                        f"{target.safe_url}: the broker refused the login or virtual host "
+                        f"({self.ended})"
+                    )
+                raise ConnectionFailed(f"{target.safe_url}: handshake failed: {self.ended}")
+            if time.monotonic() >= deadline:
+                raise ConnectionFailed(f"{target.safe_url}: no {name} within {timeout:.0f} s")
+
+    # -- sending ---------------------------------------------------------------------------
+
+    def send(self, data: bytes) -> bool:
+        """Write bytes; False if the socket is already closed (a result, not an error)."""
+        try:
+            self.sock.sendall(data)
+        except OSError:
+            self._end(Outcome("socket-close", text="closed while sending"))
+            return False
+        return True
+
+    def send_frame(self, frame: Frame) -> bool:
+        return self.send(self.codec.encode(frame))
+
+    # -- receiving -------------------------------------------------------------------------
+
+    def pump(self, timeout: float) -> bool:
+        """Read what arrives within ``timeout`` and file it; False if nothing came."""
+        if self.ended is not None:
+            return False
+        try:
+            ready, _, _ = select.select([self.sock], [], [], timeout)
+            if not ready and not self._pending_tls():
+                return False
+            data = self.sock.recv(262144)
+        except OSError as exc:
+            self._end(Outcome("socket-close", text=str(exc)))
+            return True
+        if not data:
+            self._end(Outcome("socket-close", text="the broker closed the socket"))
+            return True
+        try:
+            frames = self.reader.feed(data)
+        except RemoteProtocolError as exc:
+            self._end(Outcome("bad-frame", text=str(exc)))
+            return True
+        for frame in frames:
+            self._file(frame)
+        return True
+
+    def _pending_tls(self) -> bool:
+        pending = getattr(self.sock, "pending", None)
+        return bool(pending and pending())
+
+    def _file(self, frame: Frame) -> None:
+        channel = getattr(frame, "channel", 0)
+        if isinstance(frame, MethodFrame):
+            if frame.name == "connection.close":
+                self.send_frame(self.codec.method("connection.close-ok", 0))
+                self._end(closed_by(frame))
+                return
+            if frame.name == "channel.close":
+                self.send_frame(self.codec.method(self._close_ok, channel))
+                self.closed_channels[channel] = closed_by(frame)
+                self.open_channels.discard(channel)
+        self.inbox.setdefault(channel, deque()).append(frame)
+
+    def _end(self, outcome: Outcome) -> None:
+        if self.ended is None:
+            self.ended = outcome
+        with contextlib.suppress(OSError):
+            self.sock.close()
+
+    def collect(
+        self, channel: int, names: tuple[str, ...], timeout: float, skip: int = 0
+    ) -> tuple[list[Frame], MethodFrame | Outcome]:
+        """Frames on ``channel`` up to the first method named ``names`` (excluded) after
+        ``skip`` others so named, and that method, or the Outcome that came instead (a close,
+        the socket, a timeout)."""
+        seen: list[Frame] = []
+        deadline = time.monotonic() + timeout
+        while True:
+            queue = self.inbox.get(channel)
+            while queue:
+                frame = queue.popleft()
+                if isinstance(frame, MethodFrame):
+                    if frame.name in names and skip == 0:
+                        return seen, frame
+                    if frame.name in names:
+                        skip -= 1  # an answer to the case itself: it stays among the frames
+                    if frame.name == "channel.close":
+                        return seen, self.closed_channels.get(channel) or closed_by(frame)
+                seen.append(frame)
+            if self.ended is not None:
+                return seen, self.ended
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return seen, Outcome("timeout", text=f"no {' or '.join(names)} in {timeout:g} s")
+            self.pump(left)
+
+    def wait(self, channel: int, names: tuple[str, ...], timeout: float) -> MethodFrame | Outcome:
+        """The next method named ``names`` on ``channel``, or the Outcome that came instead.
+
+        Frames on the channel before it are discarded (deliveries, returns); a close of the
+        channel or the connection, the socket closing, or ``timeout`` end the wait.
+        """
+        return self.collect(channel, names, timeout)[1]
+
+    def call(self, frame: MethodFrame, timeout: float = 5.0) -> MethodFrame | Outcome:
+        """Send a synchronous method and wait for one of its responses."""
+        self.send_frame(frame)
+        responses = tuple(f"{frame.method.class_name}.{r}" for r in frame.method.responses)
+        return self.wait(frame.channel, responses, timeout)
+
+    # -- channels and closing --------------------------------------------------------------
+
+    def open_channel(self, channel: int, timeout: float = 5.0) -> Outcome | None:
+        """Open ``channel``; None on success, else what happened instead."""
+        self.inbox.pop(channel, None)
+        self.closed_channels.pop(channel, None)
+        reply = self.call(self.codec.method("channel.open", channel), timeout)
+        if isinstance(reply, Outcome):
+            return reply
+        self.open_channels.add(channel)
+        return None
+
+    def delete_entities(
+        self, queues: Iterable[Name], exchanges: Iterable[Name], timeout: float = 5.0
+    ) -> list[Name]:
+        """Delete these queues and exchanges, one channel each (a refusal closes only that
+        channel); the names that could not be deleted (all that are left once the broker
+        stops answering)."""
+        todo = [("queue", name) for name in sorted(queues, key=repr)]
+        todo += [("exchange", name) for name in sorted(exchanges, key=repr)]
+        left: list[Name] = []
+        gone = self.codec.spec.constant("not-found").value  # deleted already: not left over
+        channel = 1
+        for index, (kind, name) in enumerate(todo):
+            if self.open_channel(channel, timeout) is not None:
+                return left + [n for _, n in todo[index:]]
+            reply = self._delete(kind, name, channel, timeout)
+            if isinstance(reply, Outcome) and reply.reply_code != gone:
+                left.append(name)
+                if reply.kind == "timeout" or self.ended is not None:
+                    return left + [n for _, n in todo[index + 1 :]]
+            channel = channel % 2000 + 1
+        return left
+
+    def _delete(self, kind: str, name: Name, channel: int, timeout: float) -> MethodFrame | Outcome:
+        if isinstance(name, str):
+            return self.call(self.codec.method(f"{kind}.delete", channel, **{kind: name}), timeout)
+        # a name that is not UTF-8 (a lenient broker took one): the same bytes, unchecked
+        method = self.codec.spec.method(f"{kind}.delete")
+        values = [
+            raw.Raw(raw.shortstr(name)) if f.name == kind else ZERO_VALUES[f.type]
+            for f in method.fields
+        ]
+        payload = raw.method_payload(
+            method.class_index, method.index, raw.arguments(method, values)
+        )
+        self.send(raw.frame(self.codec.frame_method, channel, payload))
+        return self.wait(channel, (f"{kind}.delete-ok",), timeout)
+
+    @property
+    def alive(self) -> bool:
+        return self.ended is None
+
+    def close(self, timeout: float = 2.0) -> None:
+        """Close politely (connection.close, wait for close-ok), then the socket."""
+        if self.ended is None:
+            self.send_frame(
+                self.codec.method("connection.close", 0, reply_code=200, reply_text="bye")
+            )
+            self.wait(0, ("connection.close-ok",), timeout)
+        self.abort()
+
+    def abort(self) -> None:
+        self._end(Outcome("socket-close", text="closed by us"))

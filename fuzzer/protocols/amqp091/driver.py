@@ -1,0 +1,213 @@
+"""The 0-8/0-9/0-9-1 driver: what the engine asks of a protocol, in this family's terms.
+
+A case runs on a channel of its own; behind it goes ``basic.qos`` (synchronous, harmless), whose
+``qos-ok`` proves the channel survived, with no waiting for a timeout. A connection of its own
+keeps channel 1 open for that probe. The entities a case creates are the queues and exchanges it
+declares (read from the bytes it sends) and the queues the broker names for it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from amqpfuzz.spec.amqp091 import Constant
+from amqpfuzz.spec.amqp091.codec import Frame, MethodFrame, codec_for
+from amqpfuzz.strategies import Case
+from amqpfuzz.strategies.amqp091 import WireFrame
+
+from ...brokers import Target
+from ..base import Announced, ConnectionFailed, Driver, Name, Outcome
+from .connection import Connection
+from .names import created_names, names_a_queue_itself, ours
+
+if TYPE_CHECKING:
+    from hypothesis.stateful import RuleBasedStateMachine
+
+    from amqpfuzz.scenarios import Scenario
+
+    from ...brokers import Broker
+    from ..base import Broken, Played, ProgramStep
+
+__all__ = ["Amqp091Driver"]
+
+
+def _text(value: object) -> str:
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    return "" if value is None else str(value)
+
+
+def _wire_steps(case: Case) -> Iterator[WireFrame]:
+    return (step for step in case.steps if isinstance(step, WireFrame))
+
+
+def _has_no_wait(frame: Frame) -> bool:
+    return isinstance(frame, MethodFrame) and any(
+        f.name in ("no-wait", "nowait") and v
+        for f, v in zip(frame.method.fields, frame.values, strict=False)
+    )
+
+
+class Amqp091Driver(Driver):
+    family: ClassVar[str] = "amqp091"
+    control: ClassVar[int] = 1
+    probe_replies: ClassVar[tuple[str, ...]] = ("basic.qos-ok",)
+
+    def __init__(self, protocol: str) -> None:
+        super().__init__(protocol)
+        self.codec = codec_for(protocol)
+        self.spec = self.codec.spec
+
+    # -- negotiation -------------------------------------------------------------------------
+
+    def connect(self, target: Target, *, timeout: float = 10.0, **options: Any) -> Connection:
+        return Connection.open(target, protocol=self.protocol, timeout=timeout, **options)
+
+    def announced(self, connection: Any) -> Announced:
+        properties = dict(connection.server_properties)
+        return Announced(
+            _text(properties.get("product")), _text(properties.get("version")), properties
+        )
+
+    def speaks(self, target: Target, protocol: str, timeout: float) -> str | None:
+        try:
+            Connection.open(target, protocol=protocol, timeout=timeout).close()
+        except ConnectionFailed as exc:
+            return f"the target does not speak AMQP {protocol}: {exc}"
+        return None
+
+    # -- running cases -----------------------------------------------------------------------
+
+    def open_control(self, connection: Any, timeout: float) -> Outcome | None:
+        opened: Outcome | None = connection.open_channel(self.control, timeout)
+        return opened
+
+    def needs_own_connection(self, case: Case) -> bool:
+        """Cases that end a connection, or that need channel 0 or a channel not open, get
+        one; so does a declaration of a queue the broker names, whose name only its reply
+        tells: on a shared connection that another case ends first, the reply may never
+        come."""
+        if case.channel in ("closed", "none") or case.kills_connection:
+            return True
+        if any(not (isinstance(c, Constant) and c.is_soft_error) for c in case.expected.tolerated):
+            return True
+        return names_a_queue_itself(self.spec, self.codec.frame_method, _wire_steps(case))
+
+    def own_channel(self, case: Case) -> int:
+        """The control channel if the case needs an open one, the next (not open) otherwise."""
+        return self.control if case.channel in ("open", "fresh") else self.control + 1
+
+    def open_channel(self, connection: Any, channel: int) -> bytes:
+        return self.codec.encode(self.codec.method("channel.open", channel))
+
+    def close_channel(self, connection: Any, channel: int) -> bytes:
+        return self.codec.encode(self.codec.method("channel.close", channel, reply_code=200))
+
+    def probe(self, connection: Any, channel: int) -> bytes:
+        return self.codec.encode(self.codec.method("basic.qos", channel))
+
+    def echoes(self, case: Case) -> int:
+        """How many ``basic.qos`` the case itself sends: their answers look like the probe's."""
+        return sum(1 for f in case.frames if isinstance(f, MethodFrame) and f.name == "basic.qos")
+
+    def missing_responses(self, case: Case, frames: list[Any]) -> tuple[str, ...]:
+        """The responses (one of them is due) of the first synchronous method unanswered."""
+        if case.operator is not None:
+            return ()
+        got = {f.name for f in frames if isinstance(f, MethodFrame)}
+        for frame in case.frames:
+            if (
+                isinstance(frame, MethodFrame)
+                and frame.method.responses
+                and not _has_no_wait(frame)
+            ):
+                wanted = tuple(f"{frame.method.class_name}.{r}" for r in frame.method.responses)
+                if not set(wanted) & got:
+                    return wanted
+        return ()
+
+    # -- what a case created -----------------------------------------------------------------
+
+    def created(self, case: Case, replies: list[Any], prefix: str) -> Iterable[tuple[str, Name]]:
+        """The queues and exchanges of the declarations ``case`` sent that carry the run's
+        prefix (as sent: a lenient broker creates a broken name), and the queues the broker
+        named in answer to its declarations."""
+        for kind, name in created_names(self.spec, self.codec.frame_method, _wire_steps(case)):
+            if ours(name, prefix):
+                yield kind, name
+        for frame in replies:
+            if isinstance(frame, MethodFrame) and frame.name == "queue.declare-ok":
+                queue = _text(frame.arguments.get("queue"))
+                if queue.startswith("amq.gen"):
+                    yield "queue", queue  # the answer to our declare
+
+    def delete(
+        self, target: Target, names: Iterable[tuple[str, Name]], timeout: float
+    ) -> list[Name]:
+        """Text names together on one connection; a name that is not UTF-8 alone on one (the
+        broker may quote it back in a close whose text cannot be read, which ends the
+        connection)."""
+        todo = sorted(set(names), key=repr)
+        left: list[Name] = []
+        plain: list[tuple[str, Name]] = [(k, n) for k, n in todo if isinstance(n, str)]
+        groups = [plain] if plain else []
+        groups += [[(kind, name)] for kind, name in todo if isinstance(name, bytes)]
+        for group in groups:
+            queues = [name for kind, name in group if kind == "queue"]
+            exchanges = [name for kind, name in group if kind == "exchange"]
+            try:
+                connection = self.connect(target, timeout=timeout)
+            except ConnectionFailed:
+                left += queues + exchanges
+                continue
+            left += connection.delete_entities(queues, exchanges, timeout=timeout)
+            connection.close()
+        return left
+
+    # -- conformance and replays -------------------------------------------------------------
+
+    def code(self, name: str) -> Constant:
+        return self.spec.constant(name)
+
+    def serves(self, target: Target, timeout: float, probe: str) -> str | None:
+        """The broker accepts a connection and declares the exclusive queue ``probe`` (which
+        goes with the connection)."""
+        try:
+            connection = self.connect(target, timeout=timeout)
+        except ConnectionFailed as exc:
+            return str(exc)
+        try:
+            problem = connection.open_channel(1, timeout)
+            if problem is None:
+                declare = self.codec.method("queue.declare", 1, queue=probe, exclusive=True)
+                reply = connection.call(declare, timeout)
+                problem = reply if isinstance(reply, Outcome) else None
+        finally:
+            connection.close(timeout=1.0)
+        return None if problem is None else f"a probe after it got {problem}"
+
+    def play(
+        self,
+        scenario: Scenario,
+        target: Target,
+        *,
+        prefix: str,
+        timeout: float,
+        broker: Broker | None,
+    ) -> Played:
+        from .scenarios import Player
+
+        return Player(scenario, target, prefix=prefix, timeout=timeout, broker=broker).play()
+
+    def machine(self, target: Target, prefix: str, on_program: Any) -> type[RuleBasedStateMachine]:
+        from .programs import machine_for
+
+        return machine_for(target, prefix, on_program)
+
+    def replay_program(
+        self, steps: list[ProgramStep], target: Target, prefix: str
+    ) -> Broken | None:
+        from .programs import replay_program
+
+        return replay_program(steps, target, prefix)
