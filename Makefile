@@ -6,7 +6,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 # Debian packages the project needs: the brokers under test and a Java runtime (PySpark).
-DEBS := rabbitmq-server garagemq openjdk-17-jre-headless chromium
+DEBS := rabbitmq-server garagemq openjdk-17-jre-headless chromium openssl
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 STAMP := $(VENV)/.installed
 PACKAGES := spec strategies scenarios fuzzer reports

@@ -78,8 +78,16 @@ def test_wheel_holds_only_the_namespace(wheel: Path) -> None:
         wheel.name.split("-")[0] + "-" + wheel.name.split("-")[1] + ".dist-info",
     }
     assert "amqpfuzz/spec/data/amqp0-9-1.xml" in names
-    assert "amqpfuzz/spec/codec/codec.py" in names
     assert not any(n.startswith("amqpfuzz/__init__") for n in names)  # a namespace package
+    # every module and data file of the five folders (pyproject lists the packages by hand)
+    wanted = {
+        f"amqpfuzz/{path.relative_to(ROOT)}"
+        for folder in ("spec", "strategies", "scenarios", "fuzzer", "reports")
+        for path in (ROOT / folder).rglob("*")
+        if path.suffix in (".py", ".xml", ".toml", ".yaml") and "__pycache__" not in path.parts
+    }
+    assert "amqpfuzz/spec/amqp091/codec/codec.py" in wanted
+    assert wanted <= set(names), sorted(wanted - set(names))
 
 
 @pytest.mark.slow

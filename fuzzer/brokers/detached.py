@@ -39,6 +39,8 @@ def detach(broker: Broker) -> Path:
         "pid": broker.process.pid,
         "directory": str(broker.directory),
         "url": broker.url,
+        "tls_url": broker.tls_url,
+        "ca_file": str(broker.ca_file) if broker.ca_file else None,
         "log": str(broker.log_path),
         "ports": {name: getattr(broker, name) for name in broker.more_ports},
     }

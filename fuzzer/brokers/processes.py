@@ -86,8 +86,14 @@ class Broker:
     kind = ""
     executable = ""
     more_ports: tuple[str, ...] = ()  # ports besides AMQP's, kept for `amqpfuzz broker stop`
+    serves_tls = False  # whether it can have a TLS listener (amqps://) beside the plain one
 
-    def __init__(self, port: int | None = None, directory: Path | None = None) -> None:
+    def __init__(
+        self, port: int | None = None, directory: Path | None = None, *, tls: bool = False
+    ) -> None:
+        if tls and not self.serves_tls:
+            raise BrokerError(f"{self.kind}: amqpfuzz cannot give it a TLS listener")
+        self.tls_port = free_port() if tls else None
         self.port = port or free_port()
         self._own_directory = directory is None
         self.directory = directory or Path(tempfile.mkdtemp(prefix=f"amqpfuzz-{self.kind}-"))
@@ -102,6 +108,18 @@ class Broker:
     @property
     def url(self) -> str:
         return f"amqp://guest:guest@127.0.0.1:{self.port}/%2F"
+
+    @property
+    def tls_url(self) -> str | None:
+        """The TLS listener's URL (verify it with :attr:`ca_file`), if it has one."""
+        if self.tls_port is None:
+            return None
+        return f"amqps://guest:guest@127.0.0.1:{self.tls_port}/%2F"
+
+    @property
+    def ca_file(self) -> Path | None:
+        """The certificate of the private CA that signed the TLS listener's certificate."""
+        return self.directory / "tls" / "ca.pem" if self.tls_port is not None else None
 
     @property
     def crashed(self) -> bool:
@@ -232,9 +250,12 @@ class RabbitMQ(Broker):
     kind = "rabbitmq"
     executable = RABBITMQ_SERVER
     more_ports = ("dist_port", "epmd_port")
+    serves_tls = True
 
-    def __init__(self, port: int | None = None, directory: Path | None = None) -> None:
-        super().__init__(port, directory)
+    def __init__(
+        self, port: int | None = None, directory: Path | None = None, *, tls: bool = False
+    ) -> None:
+        super().__init__(port, directory, tls=tls)
         self.dist_port = free_port()
         self.epmd_port = free_port()
         self.node = f"amqpfuzz{self.port}@localhost"
@@ -248,7 +269,24 @@ class RabbitMQ(Broker):
             "disk_free_limit.absolute = 1\n"
             "log.console = true\n"
             "log.console.level = warning\n"
-            "log.file = false\n"
+            "log.file = false\n" + self._tls_configuration()
+        )
+
+    def _tls_configuration(self) -> str:
+        if self.tls_port is None:
+            return ""
+        from .tls import make_certificates
+
+        tls = self.directory / "tls"
+        if not (tls / "ca.pem").exists():  # a restart keeps the certificates it had
+            make_certificates(tls)
+        return (
+            f"listeners.ssl.default = {self.tls_port}\n"
+            f"ssl_options.cacertfile = {tls / 'ca.pem'}\n"
+            f"ssl_options.certfile = {tls / 'server.pem'}\n"
+            f"ssl_options.keyfile = {tls / 'server.key'}\n"
+            "ssl_options.verify = verify_none\n"
+            "ssl_options.fail_if_no_peer_cert = false\n"
         )
 
     def environment(self) -> dict[str, str]:
@@ -298,8 +336,10 @@ class GarageMQ(Broker):
     kind = "garagemq"
     executable = "garagemq"
 
-    def __init__(self, port: int | None = None, directory: Path | None = None) -> None:
-        super().__init__(port, directory)
+    def __init__(
+        self, port: int | None = None, directory: Path | None = None, *, tls: bool = False
+    ) -> None:
+        super().__init__(port, directory, tls=tls)
         self.admin_port = free_port()
 
     def configure(self) -> None:
@@ -350,10 +390,13 @@ BROKERS: dict[str, type[Broker]] = {"rabbitmq": RabbitMQ, "garagemq": GarageMQ}
 
 
 @contextlib.contextmanager
-def throwaway(kind: str = "rabbitmq", port: int | None = None) -> Iterator[Broker]:
-    """A started broker of ``kind``, stopped and removed on leaving the block."""
+def throwaway(
+    kind: str = "rabbitmq", port: int | None = None, *, tls: bool = False
+) -> Iterator[Broker]:
+    """A started broker of ``kind``, stopped and removed on leaving the block; with ``tls``,
+    a TLS listener too (:attr:`Broker.tls_url`, verified with :attr:`Broker.ca_file`)."""
     try:
-        broker = BROKERS[kind](port)
+        broker = BROKERS[kind](port, tls=tls)
     except KeyError:
         raise BrokerError(f"unknown broker {kind!r}; known: {', '.join(BROKERS)}") from None
     try:

@@ -20,12 +20,15 @@ def broker_group() -> None:
 @broker_group.command("start")
 @click.argument("kind", type=click.Choice(list(BROKERS)))
 @click.option("--port", type=click.IntRange(1, 65535), help="Port (default: a free one).")
-def broker_start(kind: str, port: int | None) -> None:
+@click.option("--tls", is_flag=True, help="A TLS listener too, its certificate from a new CA.")
+def broker_start(kind: str, port: int | None, tls: bool) -> None:
     """Start a throwaway broker that runs until `amqpfuzz broker stop`."""
-    broker = BROKERS[kind](port)
+    broker = BROKERS[kind](port, tls=tls)
     broker.start()
     detach(broker)
     click.echo(f"{kind}-{broker.port}  {broker.url}  (data and log in {broker.directory})")
+    if broker.tls_url is not None:
+        click.echo(f"{kind}-{broker.port}  {broker.tls_url}  (--ca-file {broker.ca_file})")
 
 
 @broker_group.command("stop")

@@ -168,6 +168,7 @@ def _run(
         seed=seed,
         protocol=protocol,
         timeout=timeout,
+        shrink_budget=min(20.0, duration / share),
     )
     with contextlib.ExitStack() as stack:
         own: Broker | None = None

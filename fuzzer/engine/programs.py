@@ -13,15 +13,14 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from hypothesis import HealthCheck, Phase, settings
 from hypothesis import seed as hypothesis_seed
-from hypothesis.errors import FlakyFailure
+from hypothesis.errors import Flaky, FlakyFailure
 
 from amqpfuzz.spec import DEFAULT_PROTOCOL
 
-from ..protocols import Broken, ProgramStep, reaction_record
+from ..protocols import Broken, ProgramRun, ProgramStep, reaction_record
 from . import signatures
 from .events import (
     Emitter,
@@ -49,6 +48,7 @@ class ProgramSettings:
     timeout: float = 5.0
     round_size: int = 20  # programs per Hypothesis run
     steps: int = 25  # steps per program at most
+    shrink_budget: float = 20.0  # seconds of shrinking a round's failure
 
 
 @dataclass
@@ -114,13 +114,44 @@ def run_programs(
     return summaries
 
 
+class ShrinkOver(BaseException):
+    """The round's shrinking budget is spent: leaves Hypothesis at once (it is not an
+    Exception to shrink); the smallest failing program so far stands."""
+
+
+@dataclass
+class _Round:
+    """The programs of one round as Hypothesis makes them, and the smallest that failed."""
+
+    budget: float
+    programs: list[ProgramRun] = field(default_factory=list)
+    smallest: ProgramRun | None = None
+    stop_at: float | None = None  # the first failure starts the shrinking's clock
+
+    def add(self, program: ProgramRun) -> None:
+        self.settle()
+        if self.stop_at is not None and time.monotonic() > self.stop_at:
+            raise ShrinkOver
+        self.programs.append(program)
+
+    def settle(self) -> None:
+        """Take the last program's end into account (it has ended when the next begins)."""
+        last = self.programs[-1] if self.programs else None
+        if last is not None and last.broken is not None:
+            if self.smallest is None or len(last.trace) <= len(self.smallest.trace):
+                self.smallest = last
+            if self.stop_at is None:
+                self.stop_at = time.monotonic() + self.budget
+
+
 def _round(
     target: TargetState, config: ProgramSettings, prefix: str, seed: int
 ) -> tuple[list[ProgramStep], int, Broken | None]:
     """One Hypothesis run of programs: the smallest failing program's steps (Hypothesis
-    replays it last), how many programs ran, and the invariant broken, if any."""
-    programs: list[Any] = []
-    machine = target.driver.machine(target.target, prefix, programs.append)
+    replays it last; if shrinking runs out of time, the shortest failing one so far), how many
+    programs ran, and the invariant broken, if any."""
+    done = _Round(config.shrink_budget)
+    machine = target.driver.machine(target.target, prefix, done.add, config.timeout)
     case = machine.TestCase
     case.settings = settings(
         max_examples=config.round_size,
@@ -132,20 +163,35 @@ def _round(
     )
     test = hypothesis_seed(seed)(case)("runTest")
     broken = None
+    programs = done.programs
+    steps: list[ProgramStep] = []
     try:
         test.runTest()
     except Broken as exc:
         broken = exc
+    except ShrinkOver:
+        assert done.smallest is not None and done.smallest.broken is not None
+        broken, steps = done.smallest.broken, list(done.smallest.trace)
     except FlakyFailure as group:
         # the broker broke an invariant, but not every time the program ran: still a failure
         found = [e for e in group.exceptions if isinstance(e, Broken)]
         if not found:
             raise
         broken = Broken(found[0].invariant, found[0].step, found[0].message + " (not every time)")
+    except Flaky:
+        # a broker whose answers change from run to run (one that hangs now and then) makes
+        # the same choices lead elsewhere: the shortest failing program so far stands
+        done.settle()
+        if done.smallest is None or done.smallest.broken is None:
+            raise
+        first = done.smallest.broken
+        broken = Broken(first.invariant, first.step, first.message + " (not every time)")
+        steps = list(done.smallest.trace)
     finally:
         for program in programs:
             program.close()
-    steps: list[ProgramStep] = list(getattr(programs[-1], "trace", [])) if programs else []
+    if broken is not None and not steps and programs:
+        steps = list(programs[-1].trace)
     return steps, len(programs), broken
 
 

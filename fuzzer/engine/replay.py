@@ -118,7 +118,7 @@ def replay(data: dict[str, Any], target: Target, *, timeout: float = 5.0) -> Rep
     except (KeyError, TypeError):
         raise ReproducerError("the reproducer names no failure signature") from None
     if data.get("kind", "case") == "program":
-        return _replay_program(data, target, signature)
+        return _replay_program(data, target, signature, timeout)
     return _replay_case(data, target, signature, timeout)
 
 
@@ -157,11 +157,11 @@ def _level(data: dict[str, Any]) -> str | None:
     return "rule" if len(parts) > 2 and parts[1] == data.get("spec_ref") else None
 
 
-def _replay_program(data: dict[str, Any], target: Target, signature: str) -> Replay:
+def _replay_program(data: dict[str, Any], target: Target, signature: str, timeout: float) -> Replay:
     """The program's steps again, through the driver's client, the same invariants checked."""
     protocol = str(data.get("protocol", DEFAULT_PROTOCOL))
     prefix = f"amqpfuzz-replay-{time.monotonic_ns() % 10**9}-"
-    broken = driver_for(protocol).replay_program(list(data["steps"]), target, prefix)
+    broken = driver_for(protocol).replay_program(list(data["steps"]), target, prefix, timeout)
     now = signatures.program(broken.invariant, broken.step) if broken is not None else None
     observed = f"{broken.invariant} in {broken.step}: {broken.message}" if broken else "held"
     return Replay(signature, now, f"every invariant holds ({signature} broke)", observed)

@@ -40,6 +40,7 @@ __all__ = [
     "Name",
     "Outcome",
     "Played",
+    "ProgramRun",
     "ProgramStep",
     "Unreachable",
     "UnsupportedProtocol",
@@ -193,6 +194,16 @@ class Broken(AssertionError):
 ProgramStep = dict[str, Any]  # one step of a stateful program, as its reproducer keeps it
 
 
+class ProgramRun(Protocol):
+    """One stateful program as a driver's state machine runs it: its steps so far, the
+    invariant it found broken (if any), and how to let go of its connections."""
+
+    trace: list[ProgramStep]
+    broken: Broken | None
+
+    def close(self) -> None: ...
+
+
 class Connection(Protocol):
     """What the engine's runner uses of an open connection (a driver's own class)."""
 
@@ -325,13 +336,16 @@ class Driver(abc.ABC):
         """Play one scenario file on ``target``."""
         raise UnsupportedProtocol(f"no scenario player for AMQP {self.protocol}")
 
-    def machine(self, target: Target, prefix: str, on_program: Any) -> type[RuleBasedStateMachine]:
+    def machine(
+        self, target: Target, prefix: str, on_program: Any, timeout: float = 10.0
+    ) -> type[RuleBasedStateMachine]:
         """The stateful program's state machine, bound to ``target``; ``on_program`` is
-        called with each program Hypothesis makes (it has the ``trace`` of its steps)."""
+        called with each program (a :class:`ProgramRun`) as Hypothesis makes it; a step waits
+        ``timeout`` seconds at most for the broker."""
         raise UnsupportedProtocol(f"no stateful programs for AMQP {self.protocol}")
 
     def replay_program(
-        self, steps: list[ProgramStep], target: Target, prefix: str
+        self, steps: list[ProgramStep], target: Target, prefix: str, timeout: float = 10.0
     ) -> Broken | None:
         """Run a stateful program's steps again; the invariant broken now, if any."""
         raise UnsupportedProtocol(f"no stateful programs for AMQP {self.protocol}")

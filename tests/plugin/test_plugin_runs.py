@@ -7,15 +7,20 @@ in the pytest process that runs the items: the serial run's, or each pytest-xdis
 from __future__ import annotations
 
 import json
+import shutil
+import subprocess
+import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from amqpfuzz.fuzzer.brokers import free_port, throwaway
-from amqpfuzz.fuzzer.records import load_reproducer
+from amqpfuzz.fuzzer.records import load_reproducer, read_records
 
 pytestmark = pytest.mark.slow
+AMQPFUZZ = shutil.which("amqpfuzz", path=str(Path(sys.executable).parent)) or "amqpfuzz"
 
 TINY = """
 from hypothesis import settings
@@ -279,3 +284,75 @@ def test_the_ini_file_alone_configures_a_run(
     (records,) = (project.path / "out").glob("records-*-scenarios.jsonl")
     (line,) = records.read_text().splitlines()
     assert json.loads(line)["spec_ref"] == "basic.publish/mandatory/01"
+
+
+def _records(folder: Path, pattern: str = "records-*.jsonl") -> list[dict[str, Any]]:
+    return [r for f in sorted(folder.glob(pattern)) for r in read_records(f)]
+
+
+def _shape(item: dict[str, Any]) -> dict[str, Any]:
+    """A record's keys, and the keys of its objects: what a report reads of it."""
+    return {
+        key: sorted(value) if isinstance(value, dict) else type(value).__name__
+        for key, value in item.items()
+        if key not in ("reproducer", "failure", "deviation")  # present when they apply
+    }
+
+
+def test_the_plugin_and_the_command_record_alike(project: pytest.Pytester, tmp_path: Path) -> None:
+    """The same operators on the same broker, the same seed, by the plugin and by the CLI:
+    records of one shape, and for each operator the same verdicts."""
+    operators = ("frame-end", "unknown-class", "heartbeat-channel")
+    with throwaway("garagemq") as broker:
+        plugin_out, cli_out = tmp_path / "plugin", tmp_path / "cli"
+        project.runpytest(
+            "--amqp-url", broker.url, "--hypothesis-profile", "tiny", "-p", "no:cacheprovider",
+            "--amqp-fuzz", "--amqp-seed", "7", f"--amqp-results={plugin_out}",
+            "-k", " or ".join(operators),
+        )  # fmt: skip
+        done = subprocess.run(
+            [AMQPFUZZ, "run", "--url", broker.url, "--seed", "7", "--operators",
+             ",".join(operators), "--valid-share", "0", "--max-examples", "60", "--no-shrink",
+             "--out", str(cli_out)],
+            capture_output=True, text=True, timeout=300, check=False,
+        )  # fmt: skip
+        assert done.returncode in (0, 1), done.stderr
+    plugin, cli = _records(plugin_out), _records(cli_out)
+    assert plugin and cli
+    assert {r["kind"] for r in plugin} == {r["kind"] for r in cli} == {"fuzz"}
+    shapes = {json.dumps(_shape(r), sort_keys=True) for r in plugin + cli}
+    assert len(shapes) == 1, shapes
+    for failed in (r for r in plugin + cli if r["verdict"] == "fail"):
+        assert sorted(failed["failure"]) == ["message", "oracle", "signature"]
+        assert Path(failed["reproducer"]).is_file()
+    for operator in operators:
+        ours = {r["verdict"] for r in plugin if r["mutation"] == operator}
+        theirs = {r["verdict"] for r in cli if r["mutation"] == operator}
+        assert ours and ours == theirs, (operator, ours, theirs)
+    signatures = {r["failure"]["signature"] for r in plugin if r["failure"]}
+    assert signatures == {r["failure"]["signature"] for r in cli if r["failure"]}
+
+
+def test_shrinking_leaves_one_fail_record_per_failure(
+    project: pytest.Pytester, tmp_path: Path
+) -> None:
+    """Hypothesis runs many failing cases while it shrinks; the records keep the one it ends
+    with (the smallest), and only its reproducer."""
+    project.makeconftest(
+        "from hypothesis import settings\n"
+        "settings.register_profile('some', max_examples=30, database=None)\n"
+    )
+    results = tmp_path / "results"
+    result = project.runpytest(
+        "--amqp-broker", "garagemq", "--hypothesis-profile", "some", "-p", "no:cacheprovider",
+        "--amqp-fuzz", "--amqp-profile", "none", f"--amqp-results={results}",
+        "-k", "size-larger",
+    )  # fmt: skip
+    result.assert_outcomes(failed=1)
+    records = _records(results, "records-*-fuzz.jsonl")
+    failed = [r for r in records if r["verdict"] == "fail"]
+    assert len(failed) == 1, [r["case"] for r in failed]
+    reproducers = list((results / "reproducers").glob("*.json"))
+    assert reproducers == [Path(failed[0]["reproducer"])]
+    shown = result.outlines.index("frames (the smallest case Hypothesis found):")
+    assert failed[0]["case"].splitlines()[0] == result.outlines[shown + 1].strip()

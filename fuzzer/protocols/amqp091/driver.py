@@ -200,14 +200,16 @@ class Amqp091Driver(Driver):
 
         return Player(scenario, target, prefix=prefix, timeout=timeout, broker=broker).play()
 
-    def machine(self, target: Target, prefix: str, on_program: Any) -> type[RuleBasedStateMachine]:
+    def machine(
+        self, target: Target, prefix: str, on_program: Any, timeout: float = 10.0
+    ) -> type[RuleBasedStateMachine]:
         from .programs import machine_for
 
-        return machine_for(target, prefix, on_program)
+        return machine_for(target, prefix, on_program, timeout)
 
     def replay_program(
-        self, steps: list[ProgramStep], target: Target, prefix: str
+        self, steps: list[ProgramStep], target: Target, prefix: str, timeout: float = 10.0
     ) -> Broken | None:
         from .programs import replay_program
 
-        return replay_program(steps, target, prefix)
+        return replay_program(steps, target, prefix, timeout)

@@ -19,7 +19,10 @@ bodies = st.binary(min_size=0, max_size=64)
 
 
 def machine_for(
-    target: Target, prefix: str, on_program: Callable[[Program], None]
+    target: Target,
+    prefix: str,
+    on_program: Callable[[Program], None],
+    timeout: float = 10.0,
 ) -> type[RuleBasedStateMachine]:
     """A state machine class bound to a target (Hypothesis instantiates it per program)."""
 
@@ -28,7 +31,9 @@ def machine_for(
 
         def __init__(self) -> None:
             super().__init__()
-            self.program = Program(target, f"{prefix}{time.monotonic_ns() % 10**9}-")
+            self.program = Program(
+                target, f"{prefix}{time.monotonic_ns() % 10**9}-", timeout=timeout
+            )
             on_program(self.program)
 
         @initialize()

@@ -20,10 +20,14 @@ the steps of that program (``Program.trace``) are written as the failure's repro
 from __future__ import annotations
 
 import contextlib
+import functools
+import socket
+import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import pika.exceptions
 
@@ -35,6 +39,42 @@ from ..clients import pika_connection
 from ..connection import Connection
 
 __all__ = ["Program", "Stored"]
+
+Step = TypeVar("Step", bound=Callable[..., Any])
+
+
+def guarded(method: Step) -> Step:
+    """A step through pika, which waits for a broker's answer for as long as it takes: a step
+    that gets no answer within the program's timeout has its connections cut (so that pika's
+    wait ends) and breaks the ``timely answer`` invariant; an error pika raises where the model
+    expects none breaks ``no unexpected error``. Nested steps are guarded by the outer one."""
+
+    @functools.wraps(method)
+    def step(self: Program, *args: Any, **kwargs: Any) -> Any:
+        if self.guarding:
+            return method(self, *args, **kwargs)
+        self.guarding = True
+        cut = threading.Event()
+        timer = threading.Timer(self.timeout, self.cut, (cut,))
+        timer.start()
+        try:
+            return method(self, *args, **kwargs)
+        except Broken as exc:
+            self.broken = exc
+            raise
+        except (pika.exceptions.AMQPError, OSError) as exc:
+            name = self.trace[-1]["step"] if self.trace else method.__name__
+            if cut.is_set():
+                message = f"no answer within {self.timeout:g} s"
+                self.broken = Broken("timely answer", name, message)
+            else:
+                self.broken = Broken("no unexpected error", name, f"{type(exc).__name__}: {exc}")
+            raise self.broken from None
+        finally:
+            timer.cancel()
+            self.guarding = False
+
+    return step  # type: ignore[return-value]
 
 
 @dataclass
@@ -63,6 +103,9 @@ class Program:
     pending_tx: list[tuple[str, Stored]] = field(default_factory=list)
     trace: list[dict[str, Any]] = field(default_factory=list)
     counter: int = 0
+    timeout: float = 10.0  # seconds a step may wait for the broker
+    guarding: bool = False
+    broken: Broken | None = None  # the invariant this program found broken, if any
 
     # -- connections ----------------------------------------------------------------------
 
@@ -73,6 +116,16 @@ class Program:
         self.pub = self.publisher.channel()
         self.txc = self.publisher.channel()  # transactions have a channel of their own
         self.con = self.consumer.channel()
+
+    def cut(self, done: threading.Event) -> None:
+        """End the pika connections' waits: their sockets shut (a hung broker's step)."""
+        done.set()
+        for connection in (self.publisher, self.consumer):
+            transport = getattr(getattr(connection, "_impl", None), "_transport", None)
+            sock = getattr(transport, "_sock", None)
+            if isinstance(sock, socket.socket):
+                with contextlib.suppress(OSError):
+                    sock.shutdown(socket.SHUT_RDWR)
 
     def close(self) -> None:
         """Delete every queue this program declared (only those), then close."""
@@ -98,6 +151,7 @@ class Program:
 
     # -- the steps (called by the machine's rules and by replay) -----------------------------
 
+    @guarded
     def declare(self, exclusive: bool = False) -> str:
         self.counter += 1
         name = f"{self.prefix}q{self.counter}"
@@ -113,6 +167,7 @@ class Program:
             self.exclusive.add(name)
         return name
 
+    @guarded
     def publish(self, queue: str, body: bytes) -> None:
         """Publish on the transactional channel while a transaction is open, else plainly."""
         self.step("publish", queue=queue, body=body)
@@ -123,6 +178,7 @@ class Program:
             self.pub.basic_publish("", queue, body)
             self.queues[queue].append(Stored(body))
 
+    @guarded
     def count(self, queue: str) -> None:
         """passive declare: the count must become what the model holds. A broker acts on a
         queue asynchronously (a requeue, a publish routed by another process), so the count
@@ -137,6 +193,7 @@ class Program:
             time.sleep(0.01)
         self.check("declare-ok count", got == want, f"{got} messages where {want} are ready")
 
+    @guarded
     def get(self, queue: str) -> None:
         self.step("get", queue=queue)
         self.count(queue)  # makes the publisher's messages visible before the other connection asks
@@ -163,6 +220,7 @@ class Program:
         )
         self.unacked[method.delivery_tag] = (queue, expected)
 
+    @guarded
     def settle(self, how: str, requeue: bool = False) -> None:
         """ack, reject or nack the oldest unacknowledged delivery."""
         if not self.unacked:
@@ -180,6 +238,7 @@ class Program:
             # a requeued message goes back to its place at the head, marked redelivered
             self.queues[queue].appendleft(Stored(message.body, redelivered=True))
 
+    @guarded
     def purge(self, queue: str) -> None:
         self.step("purge", queue=queue)
         self.count(queue)
@@ -193,6 +252,7 @@ class Program:
         )
         self.queues[queue].clear()
 
+    @guarded
     def consume_all(self, queue: str) -> None:
         """A single consumer receives every ready message, in order, then cancels."""
         self.step("consume", queue=queue)
@@ -223,6 +283,7 @@ class Program:
             )
         ready.clear()
 
+    @guarded
     def exclusive_refused(self, queue: str) -> None:
         """Another connection must not use an exclusive queue: 405 resource-locked."""
         self.step("exclusive", queue=queue)
@@ -240,6 +301,7 @@ class Program:
             return
         self.check("exclusive refused", False, "another connection could use an exclusive queue")
 
+    @guarded
     def tx(self, action: str) -> None:
         self.step("tx", action=action)
         if action == "select" and not self.transacted:
@@ -254,6 +316,7 @@ class Program:
             self.txc.tx_rollback()
             self.pending_tx.clear()
 
+    @guarded
     def confirms(self, queue: str, bodies: list[bytes]) -> None:
         """On a connection of its own in confirm mode, every publish is confirmed exactly
         once (basic.ack with single or multiple tags; our raw connection, to see them all)."""

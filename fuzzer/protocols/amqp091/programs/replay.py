@@ -11,10 +11,12 @@ from .model import Program
 __all__ = ["replay_program"]
 
 
-def replay_program(steps: list[ProgramStep], target: Target, prefix: str) -> Broken | None:
+def replay_program(
+    steps: list[ProgramStep], target: Target, prefix: str, timeout: float = 10.0
+) -> Broken | None:
     """Run a stateful program's steps again (without Hypothesis); the invariant it breaks
     now, if any. Its queues are named under ``prefix``, numbered as they were."""
-    program = Program(target, prefix)
+    program = Program(target, prefix, timeout=timeout)
     program.open()
     names: list[str] = []
     try:

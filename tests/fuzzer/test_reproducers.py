@@ -1,0 +1,115 @@
+"""Every kind of reproducer replays with ``amqpfuzz replay``: a fuzz case's bytes and a stateful
+program's steps, on real brokers; and stateful programs reach an ``amqps://`` target."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from amqpfuzz.fuzzer.brokers import Broker, throwaway
+from amqpfuzz.fuzzer.records import load_reproducer, read_records
+
+AMQPFUZZ = shutil.which("amqpfuzz", path=str(Path(sys.executable).parent)) or "amqpfuzz"
+
+
+def amqpfuzz(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    wide = {**os.environ, "COLUMNS": "400"}  # the summary's paths on one line each
+    return subprocess.run(
+        [AMQPFUZZ, *args], capture_output=True, text=True, timeout=timeout, check=False, env=wide
+    )
+
+
+def records_in(out: Path) -> list[dict[str, object]]:
+    return [r for path in sorted(out.glob("records-*.jsonl")) for r in read_records(path)]
+
+
+def test_a_case_reproducer_replays_with_the_command(rabbitmq: Broker, tmp_path: Path) -> None:
+    # without its profile, RabbitMQ's answer to an unknown class (it drops the socket) fails
+    done = amqpfuzz(
+        "run", "--url", rabbitmq.url, "--operators", "unknown-class", "--valid-share", "0",
+        "--max-examples", "20", "--profile", "none", "--out", str(tmp_path), "--seed", "1",
+    )  # fmt: skip
+    assert done.returncode == 1, done.stdout + done.stderr
+    failed = [r for r in records_in(tmp_path) if r["verdict"] == "fail"]
+    reproducer = str(failed[0]["reproducer"])
+    assert load_reproducer(reproducer)["kind"] == "case"
+    again = amqpfuzz("replay", reproducer, "--url", rabbitmq.url)
+    assert again.returncode == 1, again.stdout + again.stderr
+    assert "still failing: reaction:-:unknown-class:connection-close/503->" in again.stdout
+
+
+def test_a_program_reproducer_replays_with_the_command(
+    fresh_garagemq: Broker, rabbitmq: Broker, tmp_path: Path
+) -> None:
+    """GarageMQ never answers tx.select: a stateful run finds it, shrinks the program to that
+    one step, and its reproducer replays the hang on GarageMQ (status 1) but not on RabbitMQ,
+    which answers (status 0)."""
+    done = amqpfuzz(
+        "run", "--url", fresh_garagemq.url, "--kind", "stateful", "--duration", "5",
+        "--timeout", "1", "--seed", "3", "--out", str(tmp_path),
+    )  # fmt: skip
+    assert done.returncode == 1, done.stdout + done.stderr
+    failed = [r for r in records_in(tmp_path) if r["verdict"] == "fail"]
+    assert failed and {r["kind"] for r in failed} == {"stateful"}
+    signature = failed[0]["failure"]["signature"]  # type: ignore[index]
+    assert signature == "stateful:timely answer:tx", signature
+    reproducer = str(failed[0]["reproducer"])
+    data = load_reproducer(reproducer)
+    # shrunk to the step that hangs (and, if the budget ran out first, little before it)
+    assert data["kind"] == "program" and data["steps"][-1] == {"step": "tx", "action": "select"}
+    assert len(data["steps"]) <= 3, data["steps"]
+    assert f"amqpfuzz replay {reproducer}" in done.stdout  # the summary says how
+    still = amqpfuzz("replay", reproducer, "--url", fresh_garagemq.url, "--timeout", "1")
+    assert still.returncode == 1, still.stdout + still.stderr
+    assert f"still failing: {signature}" in still.stdout
+    fixed = amqpfuzz("replay", reproducer, "--url", rabbitmq.url, "--timeout", "1")
+    assert fixed.returncode == 0, fixed.stdout + fixed.stderr
+    assert "fixed" in fixed.stdout
+
+
+def test_a_stateful_run_reaches_an_amqps_target(tmp_path: Path) -> None:
+    """The publisher and consumer connections go through TLS, verified with the CA file."""
+    with throwaway("rabbitmq", tls=True) as broker:
+        assert broker.tls_url is not None and broker.ca_file is not None
+        done = amqpfuzz(
+            "run", "--url", broker.tls_url, "--ca-file", str(broker.ca_file),
+            "--kind", "stateful", "--duration", "6", "--seed", "2", "--out", str(tmp_path),
+        )  # fmt: skip
+        plain = amqpfuzz(  # the certificate is checked: without the CA, no connection
+            "run", "--url", broker.tls_url, "--kind", "stateful", "--duration", "1",
+            "--out", str(tmp_path / "untrusted"),
+        )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    records = records_in(tmp_path)
+    assert records and {r["kind"] for r in records} == {"stateful"}
+    assert all(r["verdict"] == "pass" for r in records)
+    assert sum(int(r["programs"]) for r in records) >= 20  # type: ignore[call-overload]
+    assert {r["target"]["url"] for r in records} == {  # type: ignore[index]
+        broker.tls_url.replace("guest:guest", "guest")
+    }
+    assert plain.returncode == 2 and "CERTIFICATE_VERIFY_FAILED" in plain.stderr
+
+
+@pytest.mark.parametrize(
+    ("content", "says"),
+    [
+        ({"format": 1, "kind": "bogus"}, "unknown kind of reproducer"),
+        ({"format": 1, "kind": "program", "steps": "no"}, "needs a list of steps"),
+        ({"format": 1, "kind": "case"}, "no bytes_hex"),
+        ({"format": 2}, "not an amqpfuzz reproducer"),
+    ],
+)
+def test_a_file_that_is_no_reproducer_is_one_line(
+    content: dict[str, object], says: str, tmp_path: Path
+) -> None:
+    path = tmp_path / "repro.json"
+    path.write_text(json.dumps(content))
+    done = amqpfuzz("replay", str(path), "--url", "amqp://127.0.0.1:1/")
+    assert done.returncode == 2 and says in done.stderr, done.stderr
+    assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
