@@ -20,6 +20,7 @@ from typing import Any
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
+from amqpfuzz.spec import DEFAULT_PROTOCOL
 from amqpfuzz.spec.amqp091 import load
 
 __all__ = ["DIMENSIONS", "coverage", "spec_totals"]
@@ -40,7 +41,7 @@ def _exercised() -> dict[str, Column]:
     }
 
 
-def spec_totals(protocol: str = "0-9-1") -> dict[str, int | None]:
+def spec_totals(protocol: str = DEFAULT_PROTOCOL) -> dict[str, int | None]:
     """The totals a specification itself gives: its methods and rules; the rest unknown."""
     spec = load(protocol)
     return {

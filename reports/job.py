@@ -16,6 +16,8 @@ from urllib.parse import urlparse
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
+from amqpfuzz.spec import DEFAULT_PROTOCOL
+
 from . import coverage, html, page, read, signatures, tables
 
 __all__ = ["Summary", "is_local", "local_path", "run"]
@@ -108,7 +110,7 @@ def run(
     *,
     settle: dt.timedelta = read.SETTLE,
     now: dt.datetime | None = None,
-    protocol: str = "0-9-1",
+    protocol: str = DEFAULT_PROTOCOL,
     html_to: str | None = None,
 ) -> Summary:
     """Read the record files under ``inputs``; (re)write their nights' tables under ``output``;

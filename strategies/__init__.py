@@ -26,7 +26,7 @@ from typing import Any
 from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
 
-from amqpfuzz.spec import PROTOCOLS, family_of
+from amqpfuzz.spec import DEFAULT_PROTOCOL, PROTOCOLS, family_of
 
 from .amqp091 import (
     CASE_CHANNEL,
@@ -74,14 +74,14 @@ def _family(protocol: str) -> ModuleType:
         raise InvalidArgument(f"protocol={protocol!r}: no strategies for it yet") from None
 
 
-def operators(protocol: str = "0-9-1") -> tuple[Any, ...]:
+def operators(protocol: str = DEFAULT_PROTOCOL) -> tuple[Any, ...]:
     """The mutation operators that apply to ``protocol``, in catalogue order: each has a
     ``name``, what it breaks (``description``, ``breaks``), its ``level`` and the reaction the
     specification requires (``reaction(spec)``)."""
     return tuple(_family(protocol).operators(protocol))
 
 
-def case_methods(protocol: str = "0-9-1") -> tuple[str, ...]:
+def case_methods(protocol: str = DEFAULT_PROTOCOL) -> tuple[str, ...]:
     """The methods :func:`valid_cases` (and the valid share of :func:`fuzz_cases`) draw from:
     every method a client may send where a case runs, by its full name."""
     return tuple(_family(protocol).case_methods(protocol))
@@ -91,7 +91,7 @@ def fuzz_cases(
     operators: Sequence[str] | None = None,
     *,
     valid_share: float = 0.25,
-    protocol: str = "0-9-1",
+    protocol: str = DEFAULT_PROTOCOL,
     frame_max: int = 131072,
     prefix: str | None = None,
     **options: Any,
@@ -120,7 +120,7 @@ def fuzz_batches(
     operators: Sequence[str] | None = None,
     *,
     valid_share: float = 0.25,
-    protocol: str = "0-9-1",
+    protocol: str = DEFAULT_PROTOCOL,
     frame_max: int = 131072,
     prefix: str | None = None,
     **options: Any,
@@ -150,7 +150,7 @@ def fuzz_batches(
 def malformed_cases(
     operators: Sequence[str] | None = None,
     *,
-    protocol: str = "0-9-1",
+    protocol: str = DEFAULT_PROTOCOL,
     frame_max: int = 131072,
     prefix: str | None = None,
     **options: Any,
@@ -172,7 +172,7 @@ def malformed_cases(
 def valid_cases(
     methods: Sequence[str] | None = None,
     *,
-    protocol: str = "0-9-1",
+    protocol: str = DEFAULT_PROTOCOL,
     frame_max: int = 131072,
     prefix: str | None = None,
     **options: Any,

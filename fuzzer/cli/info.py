@@ -10,7 +10,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from amqpfuzz.spec import PROTOCOLS, AnySpec, load, load_file
+from amqpfuzz.spec import DEFAULT_PROTOCOL, PROTOCOLS, AnySpec, load, load_file
 
 from .console import BadInput
 
@@ -54,7 +54,7 @@ def _describe(spec: AnySpec) -> dict[str, Any]:
 @click.option(
     "--protocol",
     type=click.Choice(list(PROTOCOLS)),
-    default="0-9-1",
+    default=DEFAULT_PROTOCOL,
     show_default=True,
     help="Which bundled specification to describe.",
 )
@@ -87,7 +87,7 @@ def spec_command(protocol: str, path: str | None, as_json: bool) -> None:
 @click.option(
     "--protocol",
     type=click.Choice(list(PROTOCOLS)),
-    default="0-9-1",
+    default=DEFAULT_PROTOCOL,
     show_default=True,
     help="Which specification's catalogue to list.",
 )

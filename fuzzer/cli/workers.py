@@ -21,7 +21,7 @@ from typing import Any
 from ..brokers import Broker, Target
 from ..brokers.control import RemoteBroker, Restarts
 from ..engine.campaign import Campaign, CampaignSettings, TargetRun
-from ..engine.events import Emitter, RunFinished
+from ..engine.events import Emitter, Judged, RunFinished
 from ..engine.programs import ProgramSettings, run_programs
 from ..engine.targets import TargetState
 from ..records import RecordHandler, RecordWriter
@@ -58,10 +58,17 @@ class WorkerDone:
 
 def _work(job: WorkerJob, events: Any) -> None:
     """One worker: its campaign and programs, its events recorded and sent to the parent."""
+
+    def forward(event: Any) -> None:
+        # the parent shows progress and makes the summary: what was judged stays here, in
+        # the record file (one pickled event per case would cost the broker a core)
+        if not isinstance(event, Judged):
+            events.put((job.index, event))
+
     writer = RecordWriter(
         Path(job.out), job.run_id, f"{os.uname().nodename}-{os.getpid()}-w{job.index}"
     )
-    emit = Emitter(RecordHandler(writer), lambda event: events.put((job.index, event)))
+    emit = Emitter(RecordHandler(writer), forward)
     interrupted = False
     try:
         if job.fuzz is not None:

@@ -110,9 +110,11 @@ class Judged:
 
 @dataclass(frozen=True)
 class CaseJudged(Judged):
-    """A fuzz case judged on one target. ``case`` is its text (operator, frames, the
-    reaction required), ``required`` and ``outcome`` the reaction the specification requires
-    and what the broker did, in words, ``deviation`` the profile's reason for an xfail."""
+    """A fuzz case judged on one target. For a failure, ``case`` is its text (operator,
+    frames, the reaction required), ``required`` and ``outcome`` the reaction the specification
+    requires and what the broker did, in words (for other cases, the words cost more than
+    running the case: ``case`` is its spec reference, the others empty); ``deviation`` is the
+    profile's reason for an xfail."""
 
     case: str = ""
     required: str = ""
@@ -120,7 +122,7 @@ class CaseJudged(Judged):
     deviation: str | None = None
 
     def record_fields(self) -> dict[str, Any]:
-        fields = {"case": self.case if self.failure is not None else self.spec_ref}
+        fields = {"case": self.case}
         if self.deviation is not None:
             fields["deviation"] = self.deviation
         return fields | dict(self.extra)

@@ -30,6 +30,7 @@ class TargetState:
     profile_name: str | None = None
     announced: Announced = field(default_factory=Announced)
     profile: Profile | None = None
+    _views: dict[str, TargetView] = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def driver(self) -> Driver:
@@ -43,6 +44,7 @@ class TargetState:
         """What the target said of itself, and the profile that goes with it."""
         self.announced = announced
         self.profile = find_profile(self.profile_name, announced.product, announced.version)
+        self._views.clear()
 
     @property
     def product(self) -> str:
@@ -61,13 +63,14 @@ class TargetState:
 
     def view(self, protocol: str | None = None) -> TargetView:
         """The target as events and records show it (for ``protocol``, if not its own)."""
-        return TargetView(
-            self.label,
-            self.target.safe_url,
-            self.product,
-            self.version,
-            protocol or self.protocol,
-        )
+        protocol = protocol or self.protocol
+        view = self._views.get(protocol)
+        if view is None:  # made once: every case's event carries it
+            view = TargetView(
+                self.label, self.target.safe_url, self.product, self.version, protocol
+            )
+            self._views[protocol] = view
+        return view
 
     def deviation(
         self,

@@ -43,15 +43,13 @@ def judge_against(
     ``target``, given its profile. A failure is looked up by its ``signature``, ``rule`` or
     ``operator``; a pass becomes ``xpass`` only where ``xpass`` says a pass can be told from
     a deviation (a rule's scenario), since a fuzz case that passes says nothing of the rest."""
-    if status not in ("pass", "fail"):
+    if status not in ("pass", "fail") or (status == "pass" and not xpass):
         return Verdict(status)
     deviation = target.deviation(signature, rule, operator, protocol)
     if deviation is None:
         return Verdict(status)
     if status == "fail":
         return Verdict("xfail", deviation.reason, deviation)
-    if not xpass:
-        return Verdict("pass")
     name = target.profile.name if target.profile else "?"
     reason = f"the profile {name} records a deviation that did not happen: {deviation.reason}"
     return Verdict("xpass", reason, deviation)

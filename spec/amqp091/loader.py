@@ -17,6 +17,7 @@ from types import MappingProxyType
 from lxml import etree
 
 from ..errors import SpecError
+from ..registry import DEFAULT_PROTOCOL
 from ..xmlfile import attr, children, fail, line_of, local, parse, text_of
 from .model import (
     PRIMITIVE_TYPES,
@@ -294,7 +295,7 @@ def load_family_file(path: Path | str, protocol: str | None = None) -> Spec:
     return _Loader(name, protocol or _protocol_of(root)).load(root)
 
 
-def load(protocol: str = "0-9-1") -> Spec:
+def load(protocol: str = DEFAULT_PROTOCOL) -> Spec:
     """The model of a protocol of this family (``0-9-1``, ``0-9-1-rabbit``, ``0-9``, ``0-8``),
     loaded once per process through the registry."""
     from ..registry import family_of

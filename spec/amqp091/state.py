@@ -18,7 +18,7 @@ from enum import Enum
 from .codec.frames import ContentBody, ContentHeader, Frame, Heartbeat, MethodFrame, ProtocolHeader
 from .model import Spec
 
-__all__ = ["CHANNEL_TRANSITIONS", "ChannelState", "Event", "SequenceChecker", "Verdict"]
+__all__ = ["CHANNEL_TRANSITIONS", "ChannelState", "Event", "Ruling", "SequenceChecker"]
 
 ChannelFrame = MethodFrame | ContentHeader | ContentBody
 
@@ -72,7 +72,7 @@ for _event in Event:  # content must be complete before anything else happens on
 
 
 @dataclass(frozen=True, slots=True)
-class Verdict:
+class Ruling:
     """What the receiving peer must do with one frame: accept it, or answer with ``code``."""
 
     frame: Frame
@@ -98,32 +98,32 @@ class SequenceChecker:
         self._connection_classes = {c.index for c in spec.classes if c.handler == "connection"}
         self._channel_class = spec.amqp_class("channel").index
 
-    def check(self, frames: list[Frame]) -> list[Verdict]:
+    def check(self, frames: list[Frame]) -> list[Ruling]:
         """Verdicts for ``frames`` in order; the state moves on only past accepted frames."""
         return [self.feed(frame) for frame in frames]
 
-    def first_error(self, frames: list[Frame]) -> Verdict | None:
+    def first_error(self, frames: list[Frame]) -> Ruling | None:
         for frame in frames:
             verdict = self.feed(frame)
             if not verdict.ok:
                 return verdict
         return None
 
-    def feed(self, frame: Frame) -> Verdict:
+    def feed(self, frame: Frame) -> Ruling:
         if isinstance(frame, ProtocolHeader):
-            return Verdict(frame, "frame-error", "a protocol header inside the connection")
+            return Ruling(frame, "frame-error", "a protocol header inside the connection")
         if isinstance(frame, Heartbeat):
             if frame.channel:
-                return Verdict(frame, "unexpected-frame", "heartbeat on a channel")
-            return Verdict(frame)
+                return Ruling(frame, "unexpected-frame", "heartbeat on a channel")
+            return Ruling(frame)
         if isinstance(frame, MethodFrame) and frame.channel == 0:
             if frame.method.class_index in self._connection_classes:
-                return Verdict(frame)
-            return Verdict(frame, "command-invalid", f"{frame.name} on channel 0")
+                return Ruling(frame)
+            return Ruling(frame, "command-invalid", f"{frame.name} on channel 0")
         if isinstance(frame, MethodFrame) and frame.method.class_index in self._connection_classes:
-            return Verdict(frame, "command-invalid", f"{frame.name} on channel {frame.channel}")
+            return Ruling(frame, "command-invalid", f"{frame.name} on channel {frame.channel}")
         if frame.channel == 0:
-            return Verdict(frame, "unexpected-frame", "content on channel 0")
+            return Ruling(frame, "unexpected-frame", "content on channel 0")
         return self._channel(frame)
 
     def _event(self, frame: ChannelFrame) -> Event:
@@ -138,21 +138,21 @@ class SequenceChecker:
                 return by_name[frame.method.name]
         return E.CONTENT_METHOD if frame.method.content else E.METHOD
 
-    def _channel(self, frame: ChannelFrame) -> Verdict:
+    def _channel(self, frame: ChannelFrame) -> Ruling:
         channel = frame.channel
         state = self.channels.get(channel, S.CLOSED)
         event = self._event(frame)
         outcome = CHANNEL_TRANSITIONS[(state, event)]
         if isinstance(outcome, str):
-            return Verdict(frame, outcome, f"{event.value} while the channel is {state.value}")
+            return Ruling(frame, outcome, f"{event.value} while the channel is {state.value}")
         if state is S.CLOSING:  # the receiver discards what follows its close
             self.channels[channel] = outcome
-            return Verdict(frame)
+            return Ruling(frame)
         result = self._content(frame, outcome)
         if isinstance(result, tuple):
-            return Verdict(frame, *result)
+            return Ruling(frame, *result)
         self.channels[channel] = result
-        return Verdict(frame)
+        return Ruling(frame)
 
     def _content(self, frame: ChannelFrame, state: ChannelState) -> ChannelState | tuple[str, str]:
         """Track the content being assembled; the channel's next state or an error."""

@@ -18,7 +18,7 @@ from typing import Any
 from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
 
-from amqpfuzz.spec import protocols_of
+from amqpfuzz.spec import DEFAULT_PROTOCOL, protocols_of
 from amqpfuzz.spec.amqp091 import Method, Spec, load
 from amqpfuzz.spec.amqp091.codec import DIALECTS, Frame, MethodFrame, codec_for
 from amqpfuzz.spec.amqp091.model import PRIMITIVE_TYPES
@@ -125,7 +125,11 @@ def _selected(
 
 
 def domain_values(
-    domain: str, *, protocol: str | Spec = "0-9-1", dialect: str = "rabbit", typed: bool = False
+    domain: str,
+    *,
+    protocol: str | Spec = DEFAULT_PROTOCOL,
+    dialect: str = "rabbit",
+    typed: bool = False,
 ) -> st.SearchStrategy[Any]:
     """Values of a domain (``queue-name``) or a primitive type (``shortstr``).
 
@@ -152,7 +156,7 @@ def domain_values(
 def arguments(
     method: str,
     *,
-    protocol: str | Spec = "0-9-1",
+    protocol: str | Spec = DEFAULT_PROTOCOL,
     dialect: str = "rabbit",
     prefix: str | None = None,
 ) -> st.SearchStrategy[dict[str, Any]]:
@@ -175,7 +179,7 @@ def method_frames(
     amqp_class: str | None = None,
     chassis: str | None = None,
     channel: int = 1,
-    protocol: str | Spec = "0-9-1",
+    protocol: str | Spec = DEFAULT_PROTOCOL,
     dialect: str = "rabbit",
     prefix: str | None = None,
 ) -> st.SearchStrategy[MethodFrame]:
@@ -196,7 +200,7 @@ def content(
     channel: int = 1,
     frame_max: int = 131072,
     max_body: int | None = None,
-    protocol: str | Spec = "0-9-1",
+    protocol: str | Spec = DEFAULT_PROTOCOL,
     dialect: str = "rabbit",
 ) -> st.SearchStrategy[list[Frame]]:
     """A content header with any subset of the class's properties, and the body frames that
@@ -229,7 +233,7 @@ def frame_sequences(
     channel: int = 1,
     frame_max: int = 131072,
     max_body: int | None = None,
-    protocol: str | Spec = "0-9-1",
+    protocol: str | Spec = DEFAULT_PROTOCOL,
     dialect: str = "rabbit",
     prefix: str | None = None,
 ) -> st.SearchStrategy[list[Frame]]:
@@ -270,12 +274,12 @@ def field_arrays(
 # -- what every family gives the generic layer ------------------------------------------------
 
 
-def operators(protocol: str | Spec = "0-9-1") -> tuple[Operator, ...]:
+def operators(protocol: str | Spec = DEFAULT_PROTOCOL) -> tuple[Operator, ...]:
     """The mutation operators that apply to ``protocol``, in catalogue order."""
     return catalogue(_spec(protocol))
 
 
-def case_methods(protocol: str | Spec = "0-9-1") -> tuple[str, ...]:
+def case_methods(protocol: str | Spec = DEFAULT_PROTOCOL) -> tuple[str, ...]:
     """The methods valid cases are drawn from: every method a client may send on an open
     channel (not the connection's or the channel's own), in the XML's order."""
     spec = _spec(protocol)
@@ -284,7 +288,7 @@ def case_methods(protocol: str | Spec = "0-9-1") -> tuple[str, ...]:
 
 
 def case_builder(
-    protocol: str | Spec = "0-9-1",
+    protocol: str | Spec = DEFAULT_PROTOCOL,
     *,
     operators: Sequence[str] | None = None,
     valid_share: float = 0.25,
@@ -311,7 +315,7 @@ def case_builder(
 
 
 def valid_case_builder(
-    protocol: str | Spec = "0-9-1",
+    protocol: str | Spec = DEFAULT_PROTOCOL,
     methods: Sequence[str] | None = None,
     *,
     frame_max: int = 131072,
@@ -335,7 +339,7 @@ def _valid(context: Context, methods: Sequence[str] | None) -> Callable[[Source]
 
 
 def malformed_case_builder(
-    protocol: str | Spec = "0-9-1",
+    protocol: str | Spec = DEFAULT_PROTOCOL,
     operators: Sequence[str] | None = None,
     *,
     frame_max: int = 131072,

@@ -163,3 +163,11 @@ def test_a_project_with_folders_named_like_ours(pytester: pytest.Pytester) -> No
     result = pytester.runpytest_subprocess("--amqp-seed", "5", "-p", "no:cacheprovider")
     result.assert_outcomes(passed=2)
     result.stdout.fnmatch_lines(["amqpfuzz: seed 5 *"])
+
+
+def test_the_plugins_own_names_are_the_engines() -> None:
+    """The plugin module stays light, so it keeps the broker kinds as plain names of its own."""
+    from amqpfuzz.fuzzer import brokers
+    from amqpfuzz.fuzzer.plugin import options
+
+    assert tuple(brokers.BROKERS) == options.BROKERS

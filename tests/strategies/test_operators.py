@@ -174,3 +174,19 @@ def test_a_case_repr_names_method_arguments_and_mutation() -> None:
     assert text.startswith("frame-end [queue.declare]")
     assert "queue.declare(ch=N, queue=" in text and "with frame-end 0x" in text
     assert text.endswith("expect connection-close 501 frame-error")
+
+
+def test_the_catalogue_keeps_its_order() -> None:
+    """Hypothesis shrinks towards the first operator, and a seed draws operators by their
+    place: the order is part of what a seed means, across releases."""
+    assert [op.name for op in afs.operators("0-9-1")] == [
+        "frame-end", "size-larger", "size-smaller", "unknown-frame-type", "above-frame-max",
+        "heartbeat-payload", "heartbeat-channel",
+        "truncated-arguments", "trailing-bytes", "unknown-class", "unknown-method",
+        "assert-violation", "string-overrun", "invalid-utf8", "table-type", "table-overrun",
+        "deep-table",
+        "header-class", "property-flags", "header-alone", "body-alone", "body-too-long",
+        "method-in-content",
+        "closed-channel", "before-open", "channel-reopen", "connection-on-channel", "channel-zero",
+        "missing-entity", "reserved-name", "not-transacted", "unknown-delivery-tag",
+    ]  # fmt: skip

@@ -18,7 +18,7 @@ from collections import deque
 from collections.abc import Iterable
 from typing import Any
 
-from amqpfuzz.spec import RemoteProtocolError
+from amqpfuzz.spec import DEFAULT_PROTOCOL, RemoteProtocolError
 from amqpfuzz.spec.amqp091.codec import (
     Codec,
     Frame,
@@ -77,7 +77,7 @@ class Connection:
         cls,
         target: Target,
         *,
-        protocol: str = "0-9-1",
+        protocol: str = DEFAULT_PROTOCOL,
         timeout: float = 10.0,
         frame_max: int = 131072,
         channel_max: int = 2047,
@@ -102,7 +102,7 @@ class Connection:
         cls,
         target: Target,
         *,
-        protocol: str = "0-9-1",
+        protocol: str = DEFAULT_PROTOCOL,
         timeout: float = 10.0,
         frame_max: int = 131072,
         channel_max: int = 2047,

@@ -54,6 +54,51 @@ def _sequence(ctx: Context, frames: list[Frame]) -> tuple[WireFrame, ...]:
 
 
 @operator(
+    "header-class",
+    "content header",
+    "gives the header another class than its method",
+    ("frame-error",),
+    "sequence",
+)
+def header_class(src: Source, ctx: Context) -> Built:
+    publish, frames = _content(src, ctx, plain=True)
+    header = frames[0]
+    assert isinstance(header, ContentHeader)
+    other = src.between(0, 0xFFFF)
+    if other == header.class_id:
+        other ^= 1
+    wire = ctx.wire(header)
+    broken = wire._replace(payload=raw.short(other) + wire.payload[2:], note=f"with class {other}")
+    steps = (ctx.wire(publish), broken, *_sequence(ctx, frames[1:]))
+    note = f"header class {other} after {publish.method.class_name}"
+    return Built(steps, publish.name, note, frames=(publish,))
+
+
+@operator(
+    "property-flags",
+    "content header",
+    "sets property flags the class does not define",
+    ("syntax-error", "frame-error"),
+    "frame",
+)
+def property_flags(src: Source, ctx: Context) -> Built:
+    publish, frames = _content(src, ctx, plain=True, most=0)  # no body: the header is all
+    header = frames[0]
+    assert isinstance(header, ContentHeader)
+    count = len(ctx.spec.amqp_class(publish.method.class_name).properties)
+    spare = [15 - i for i in range(count, 15)] or [0]
+    flags = sum(1 << b for i, b in enumerate(spare) if i == 0 or src.byte() & 1)
+    payload = raw.content_header(header.class_id, header.body_size, flags)
+    label = (
+        f"header(ch=N, class={header.class_id}, size={header.body_size}) with flags 0x{flags:04x}"
+    )
+    step = WireFrame(ctx.codec.frame_header, CASE_CHANNEL, payload, note=label)
+    return Built(
+        (ctx.wire(publish), step), publish.name, f"property flags 0x{flags:04x}", frames=(publish,)
+    )
+
+
+@operator(
     "header-alone",
     "content order",
     "sends a content header with no method before it",
@@ -111,48 +156,3 @@ def method_in_content(src: Source, ctx: Context) -> Built:
     sequence = [publish, *frames[:cut], intruder, *frames[cut:]]
     note = f"{intruder.name} inside the content"
     return Built(_sequence(ctx, sequence), publish.name, note, frames=tuple(sequence))
-
-
-@operator(
-    "header-class",
-    "content header",
-    "gives the header another class than its method",
-    ("frame-error",),
-    "sequence",
-)
-def header_class(src: Source, ctx: Context) -> Built:
-    publish, frames = _content(src, ctx, plain=True)
-    header = frames[0]
-    assert isinstance(header, ContentHeader)
-    other = src.between(0, 0xFFFF)
-    if other == header.class_id:
-        other ^= 1
-    wire = ctx.wire(header)
-    broken = wire._replace(payload=raw.short(other) + wire.payload[2:], note=f"with class {other}")
-    steps = (ctx.wire(publish), broken, *_sequence(ctx, frames[1:]))
-    note = f"header class {other} after {publish.method.class_name}"
-    return Built(steps, publish.name, note, frames=(publish,))
-
-
-@operator(
-    "property-flags",
-    "content header",
-    "sets property flags the class does not define",
-    ("syntax-error", "frame-error"),
-    "frame",
-)
-def property_flags(src: Source, ctx: Context) -> Built:
-    publish, frames = _content(src, ctx, plain=True, most=0)  # no body: the header is all
-    header = frames[0]
-    assert isinstance(header, ContentHeader)
-    count = len(ctx.spec.amqp_class(publish.method.class_name).properties)
-    spare = [15 - i for i in range(count, 15)] or [0]
-    flags = sum(1 << b for i, b in enumerate(spare) if i == 0 or src.byte() & 1)
-    payload = raw.content_header(header.class_id, header.body_size, flags)
-    label = (
-        f"header(ch=N, class={header.class_id}, size={header.body_size}) with flags 0x{flags:04x}"
-    )
-    step = WireFrame(ctx.codec.frame_header, CASE_CHANNEL, payload, note=label)
-    return Built(
-        (ctx.wire(publish), step), publish.name, f"property flags 0x{flags:04x}", frames=(publish,)
-    )
