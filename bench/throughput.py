@@ -9,6 +9,9 @@ What is measured (one run, one broker, the same machine):
   reused connection, a fresh channel per case, a probe behind each, several in flight.
 * ``connection_cases_per_s``: malformed cases whose reaction is a connection exception (broken
   frames), on spare connections prepared ahead, several at once.
+* ``campaign_cases_per_s``: a whole campaign with the default mix (a quarter valid cases, every
+  operator), as ``amqpfuzz run`` runs one: Hypothesis draws the batches, every case is judged
+  and recorded, from the same seed every time.
 * ``broker_channel_lifecycles_per_s``: what the broker itself can do for such cases: channel.open
   and a method that closes the channel, pipelined as deep as it goes (no probes, no checks).
 * ``naive_channel_cases_per_s`` / ``naive_connection_cases_per_s``: the same work with pika, the
@@ -24,8 +27,10 @@ import contextlib
 import json
 import random
 import sys
+import tempfile
 import time
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import pika
@@ -36,8 +41,11 @@ from roundtrip import best, options, round_trip_rate
 
 from amqpfuzz import strategies as afs
 from amqpfuzz.fuzzer.brokers import parse_target, throwaway
+from amqpfuzz.fuzzer.engine.campaign import Campaign, CampaignSettings, TargetRun
+from amqpfuzz.fuzzer.engine.events import Emitter
 from amqpfuzz.fuzzer.engine.runner import Runner
 from amqpfuzz.fuzzer.protocols.amqp091 import Connection
+from amqpfuzz.fuzzer.records import RecordHandler, RecordWriter
 from amqpfuzz.spec.amqp091.codec import codec_for
 from amqpfuzz.strategies import Case
 
@@ -80,6 +88,22 @@ def runner_rate(url: str, cases: list[Case]) -> float:
     finally:
         runner.close()
         runner.cleanup()
+
+
+def campaign_rate(url: str, seconds: float) -> float:
+    """Cases per second of a default campaign, records written, no shrinking."""
+    with tempfile.TemporaryDirectory(prefix="amqpfuzz-bench-") as out:
+        records = RecordHandler(RecordWriter(out, "bench"))
+        settings = CampaignSettings(duration=seconds, seed=7, shrink=False)
+        run = TargetRun(parse_target(url))
+        campaign = Campaign(
+            [run], settings, out=Path(out), run_id="bench", prefix="amqpfuzz-bench-",
+            emit=Emitter(records),
+        )  # fmt: skip
+        campaign.start()
+        stats = campaign.run()
+        records.close()
+    return stats.cases / stats.elapsed
 
 
 def channel_lifecycle_rate(url: str, count: int) -> float:
@@ -141,6 +165,7 @@ def naive_connection_rate(url: str, count: int) -> float:
 def main(argv: Sequence[str] | None = None) -> int:
     args = options(__doc__, argv)
     rounds, cases, naive = (1, 100, 30) if args.quick else (max(1, args.rounds), 2000, 300)
+    seconds = 3.0 if args.quick else 20.0
 
     with throwaway("rabbitmq") as broker:
         url = broker.url
@@ -152,17 +177,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         connection = best(lambda: runner_rate(url, connection_cases), rounds)
         naive_channel = best(lambda: naive_channel_rate(url, naive), rounds)
         naive_connection = best(lambda: naive_connection_rate(url, naive // 3), rounds)
+        campaign = best(lambda: campaign_rate(url, seconds), rounds)
 
     emit("round_trips_per_s", ceiling, impl="raw-socket")
     emit("broker_channel_lifecycles_per_s", lifecycles, impl="raw-socket")
     emit("channel_cases_per_s", channel, impl="amqpfuzz")
     emit("connection_cases_per_s", connection, impl="amqpfuzz")
+    emit("campaign_cases_per_s", campaign, impl="amqpfuzz", mix="default")
     emit("naive_channel_cases_per_s", naive_channel, impl="pika")
     emit("naive_connection_cases_per_s", naive_connection, impl="pika")
     emit("channel_cases_vs_round_trip", channel / ceiling, target=0.3)
     emit("channel_cases_vs_broker_lifecycles", channel / lifecycles)
     emit("channel_cases_vs_naive_pika", channel / naive_channel, target=1.5)
     emit("connection_cases_vs_naive_pika", connection / naive_connection, target=2.0)
+    emit("campaign_cases_vs_channel_cases", campaign / channel)
     return 0
 
 
