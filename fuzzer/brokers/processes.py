@@ -17,11 +17,13 @@ the Erlang cookie and a private epmd on its own port, so that nothing outlives i
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -30,6 +32,9 @@ from pathlib import Path
 from types import TracebackType
 
 from amqpfuzz.spec import AmqpfuzzError
+
+from .guardian import OWNER, clean_up, reap
+from .guardian import running as process_running
 
 __all__ = [
     "BROKERS",
@@ -44,6 +49,7 @@ __all__ = [
     "throwaway",
 ]
 
+GUARDIAN = Path(__file__).with_name("guardian.py")
 RABBITMQ_SERVER = "/usr/lib/rabbitmq/bin/rabbitmq-server"
 RABBITMQCTL = "/usr/lib/rabbitmq/bin/rabbitmqctl"
 GARAGEMQ_CONFIG = "/etc/garagemq/config.yaml"
@@ -102,6 +108,7 @@ class Broker:
         self._stopping = False
         self._crashed = threading.Event()
         self.exit_code: int | None = None
+        self._guardian: tuple[subprocess.Popen[bytes], int] | None = None
 
     # -- what callers use ------------------------------------------------------------------
 
@@ -146,6 +153,7 @@ class Broker:
             start_new_session=True,  # its own process group: stopped as a whole, never orphaned
         )
         log.close()
+        self._write_owner()
         threading.Thread(target=self._watch, args=(self.process,), daemon=True).start()
         deadline = time.monotonic() + timeout
         while not _answers_amqp(self.port):
@@ -202,6 +210,59 @@ class Broker:
         self.stop()
         if self._own_directory:
             shutil.rmtree(self.directory, ignore_errors=True)
+        self.release()
+
+    # -- nothing outlives its owner ----------------------------------------------------------
+
+    def guard(self) -> Broker:
+        """Have a guardian process end this broker (its process group, its helpers, its
+        directory) if this process ends without removing it, SIGKILL included."""
+        if self._guardian is None:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            read, write = os.pipe()  # neither end is inherited by other children
+            try:
+                guardian = subprocess.Popen(
+                    [sys.executable, "-I", str(GUARDIAN), str(self.directory)],
+                    stdin=read,
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL,
+                    start_new_session=True,  # a signal to our process group spares it
+                )
+            finally:
+                os.close(read)
+            self._guardian = (guardian, write)
+            self._write_owner()
+        return self
+
+    def release(self) -> None:
+        """Tell the guardian the broker is taken care of (removed, or detached on purpose)."""
+        if self._guardian is not None:
+            guardian, pipe = self._guardian
+            self._guardian = None
+            with contextlib.suppress(OSError):
+                os.write(pipe, b"done")
+            os.close(pipe)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                guardian.wait(10)
+        self._write_owner()
+
+    def _write_owner(self) -> None:
+        """``owner.json``: what a guardian, or the next run's sweep, needs to end the broker."""
+        if not self.directory.exists():
+            return
+        guardian = self._guardian[0].pid if self._guardian else None
+        state = {
+            "kind": self.kind,
+            "pid": self.process.pid if self.process else None,
+            "owner": os.getpid(),
+            "guardian": guardian,
+            "guarded": guardian is not None,
+            "boot": boot_id(),
+            "cleanup": self.cleanup_command(),
+        }
+        part = self.directory / (OWNER + ".part")
+        part.write_text(json.dumps(state) + "\n")
+        part.replace(self.directory / OWNER)
 
     def log_tail(self, lines: int = 20) -> str:
         return log_tail(self.log_path, lines)
@@ -237,8 +298,15 @@ class Broker:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(process.pid, signal.SIGTERM)
 
+    def cleanup_command(self) -> list[str] | None:
+        """A command that stops the helpers the broker leaves behind, if it has any."""
+        return None
+
     def cleanup(self) -> None:
         """Stop helpers the broker left behind."""
+        command = self.cleanup_command()
+        if command:
+            clean_up(command)
 
     def _watch(self, process: subprocess.Popen[bytes]) -> None:
         process.wait()
@@ -321,15 +389,10 @@ class RabbitMQ(Broker):
         if done.returncode != 0:
             super().shutdown(process)
 
-    def cleanup(self) -> None:
+    def cleanup_command(self) -> list[str]:
+        """Its private epmd, which outlives the node."""
         epmd = shutil.which("epmd") or "/usr/lib/erlang/bin/epmd"
-        with contextlib.suppress(OSError, subprocess.SubprocessError):
-            subprocess.run(
-                [epmd, "-port", str(self.epmd_port), "-kill"],
-                capture_output=True,
-                timeout=10,
-                check=False,
-            )
+        return [epmd, "-port", str(self.epmd_port), "-kill"]
 
 
 class GarageMQ(Broker):
@@ -370,22 +433,6 @@ class GarageMQ(Broker):
         ]
 
 
-def process_running(pid: int) -> bool:
-    """True while process ``pid`` exists and has not ended (a zombie has ended)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    # a zombie has no life in it either
-    try:
-        with open(f"/proc/{pid}/stat") as stat:
-            return stat.read().split(")")[-1].split()[0] != "Z"
-    except OSError:
-        return True
-
-
 BROKERS: dict[str, type[Broker]] = {"rabbitmq": RabbitMQ, "garagemq": GarageMQ}
 
 
@@ -399,8 +446,37 @@ def throwaway(
         broker = BROKERS[kind](port, tls=tls)
     except KeyError:
         raise BrokerError(f"unknown broker {kind!r}; known: {', '.join(BROKERS)}") from None
+    sweep()
     try:
-        broker.start()
+        broker.guard().start()
         yield broker
     finally:
         broker.remove()
+
+
+def boot_id() -> str:
+    """This boot of the machine: a broker of an earlier boot is gone, whatever its pid says."""
+    try:
+        return Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    except OSError:
+        return ""
+
+
+def sweep(base: Path | None = None) -> list[Path]:
+    """Remove what throwaway brokers of dead owners left (a machine that crashed, a guardian
+    that was killed too): their processes, helpers and directories. Brokers started on
+    purpose to outlive their command (``amqpfuzz broker start``) are not guarded, and stay."""
+    removed = []
+    for directory in (base or Path(tempfile.gettempdir())).glob("amqpfuzz-*-*"):
+        try:
+            state = json.loads((directory / OWNER).read_text())
+        except (OSError, ValueError):
+            continue
+        if not state.get("guarded"):
+            continue
+        alive = [p for p in (state.get("owner"), state.get("guardian")) if isinstance(p, int)]
+        if state.get("boot") == boot_id() and any(process_running(p) for p in alive):
+            continue
+        reap(directory)
+        removed.append(directory)
+    return removed

@@ -10,9 +10,14 @@ so far stay, their files moved into place.
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import multiprocessing
 import os
 import queue
+import signal
+import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -56,8 +61,30 @@ class WorkerDone:
     interrupted: bool = False
 
 
+def _die_with_parent() -> None:
+    """A worker ends when the process that started it ends, SIGKILL included: the kernel is
+    asked to kill it then (Linux), and a thread watches for the parent's end all the same."""
+    parent = os.getppid()
+    with contextlib.suppress(OSError, AttributeError):
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(0.5)
+        os._exit(1)
+
+    threading.Thread(target=watch, daemon=True, name="amqpfuzz-parent").start()
+    if os.getppid() != parent:  # it ended before the kernel was asked
+        os._exit(1)
+
+
+PR_SET_PDEATHSIG = 1
+
+
 def _work(job: WorkerJob, events: Any) -> None:
     """One worker: its campaign and programs, its events recorded and sent to the parent."""
+    _die_with_parent()
 
     def forward(event: Any) -> None:
         # the parent shows progress and makes the summary: what was judged stays here, in
