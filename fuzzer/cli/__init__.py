@@ -50,6 +50,9 @@ class _Group(click.Group):
             return super().invoke(ctx)
         except AmqpfuzzError as exc:
             raise BadInput(str(exc)) from None
+        except click.UsageError as exc:  # a command's options: one line too, not the usage
+            where = exc.ctx.command_path if exc.ctx is not None else ctx.command_path
+            raise BadInput(f"{where}: {exc.format_message()}") from None
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})

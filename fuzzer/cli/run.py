@@ -51,7 +51,7 @@ def preflight(targets: Iterable[Target], protocol: str, timeout: float) -> None:
 
 def _positive(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
     if value is not None and value <= 0:
-        raise click.BadParameter("must be more than zero")
+        raise BadInput(f"{param.opts[0]} must be more than zero, not {value:g}")
     return value
 
 
