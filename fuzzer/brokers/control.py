@@ -37,6 +37,8 @@ class RemoteBroker:
     def crashed(self) -> bool:
         return not process_running(self.pid)
 
+    crashed_at: float | None = None  # not known in a worker: its process is the parent's
+
     def log_tail(self, lines: int = 20) -> str:
         return log_tail(self.log_path, lines)
 

@@ -109,6 +109,7 @@ class Broker:
         self._crashed = threading.Event()
         self.exit_code: int | None = None
         self._guardian: tuple[subprocess.Popen[bytes], int] | None = None
+        self.crashed_at: float | None = None  # when its process ended unasked (monotonic)
 
     # -- what callers use ------------------------------------------------------------------
 
@@ -139,6 +140,7 @@ class Broker:
                 f"{self.kind}: {self.executable} is not installed (make check installs it)"
             )
         self._crashed.clear()
+        self.crashed_at = None
         self._stopping = False
         self.directory.mkdir(parents=True, exist_ok=True)
         self.configure()
@@ -311,6 +313,7 @@ class Broker:
     def _watch(self, process: subprocess.Popen[bytes]) -> None:
         process.wait()
         if not self._stopping and process is self.process:
+            self.crashed_at = time.monotonic()
             self._crashed.set()
 
 

@@ -78,9 +78,11 @@ class Progress:
 
 
 def summary_table(
-    rows: list[dict[str, Any]], signatures: dict[str, tuple[int, str]]
+    rows: list[dict[str, Any]], signatures: dict[str, tuple[int, str, float]]
 ) -> list[Table]:
-    """The end-of-run tables: per target, then the failure signatures with a replay command."""
+    """The end-of-run tables: per target (with the broker's restarts), then the failure
+    signatures in the order they were found (seconds into the run), each with a replay
+    command."""
     targets = Table(title="amqpfuzz run", title_justify="left")
     for column in (
         "target",
@@ -90,6 +92,7 @@ def summary_table(
         "failures",
         "known deviations",
         "divergences",
+        "restarts",
     ):
         targets.add_column(column, justify="left" if column == "target" else "right")
     for row in rows:
@@ -101,15 +104,21 @@ def summary_table(
             str(row["failures"]),
             str(row["xfails"]),
             str(row["divergences"]),
+            str(row["restarts"]),
         )
     tables = [targets]
     if signatures:
-        failures = Table(title="failures", title_justify="left")
+        failures = Table(title="failures, as they were found", title_justify="left")
+        failures.add_column("found", justify="right")
         failures.add_column("signature", overflow="fold")
         failures.add_column("seen", justify="right")
         failures.add_column("replay", overflow="fold")
-        for signature, (count, reproducer) in sorted(signatures.items()):
-            failures.add_row(signature, str(count), f"amqpfuzz replay {reproducer}")
+        for signature, (count, reproducer, found) in sorted(
+            signatures.items(), key=lambda item: (item[1][2], item[0])
+        ):
+            failures.add_row(
+                f"{found:.0f} s", signature, str(count), f"amqpfuzz replay {reproducer}"
+            )
         tables.append(failures)
     return tables
 

@@ -9,6 +9,7 @@ process shows the progress its events tell and prints the summary.
 from __future__ import annotations
 
 import contextlib
+import math
 import secrets
 import sys
 import uuid
@@ -237,7 +238,7 @@ def _summarize(
     seed: int,
 ) -> int:
     rows: dict[str, dict[str, Any]] = {}
-    signatures: dict[str, tuple[int, str]] = {}
+    signatures: dict[str, tuple[int, str, float]] = {}
     down: list[str] = []
     for run in finished:
         for summary in run.targets:
@@ -251,6 +252,7 @@ def _summarize(
                     "failures": 0,
                     "xfails": 0,
                     "divergences": 0,
+                    "restarts": 0,
                 },
             )
             row["cases"] += summary.cases
@@ -259,11 +261,13 @@ def _summarize(
             row["failures"] += summary.failures
             row["xfails"] += summary.xfails
             row["divergences"] += summary.divergences
+            row["restarts"] = max(row["restarts"], summary.restarts)  # one broker, many workers
             for signature, count in summary.signatures.items():
-                seen, path = signatures.get(signature, (0, ""))
+                seen, path, found = signatures.get(signature, (0, "", math.inf))
                 signatures[signature] = (
                     seen + count,
                     path or summary.reproducers.get(signature, ""),
+                    min(found, summary.first_seen.get(signature, math.inf)),
                 )
             if summary.broker_down and summary.broker_down not in down:
                 down.append(summary.broker_down)

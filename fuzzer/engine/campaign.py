@@ -16,8 +16,10 @@ from __future__ import annotations
 
 import contextlib
 import math
+import random
 import time
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -46,11 +48,12 @@ from .events import (
     TargetSummary,
     new_record_id,
 )
-from .replay import write_case
-from .runner import Result, Runner
+from .replay import write_case, write_traffic
+from .runner import Result, Runner, Sent
 from .shrink import shrink
 from .targets import TargetState
-from .triage import triage, unattributed, went_down
+from .traffic import send, survives
+from .triage import side_by_side, triage, unattributed, went_down
 from .verdicts import diverges, judge_against
 
 __all__ = ["Campaign", "CampaignSettings", "Stats", "TargetRun"]
@@ -65,15 +68,19 @@ class CampaignSettings:
     duration: float | None = 60.0
     max_examples: int | None = None  # cases, all targets together counted once
     seed: int = 0
-    batch: int = 50
+    batch: int = 200
     valid_share: float = 0.25
     operators: tuple[str, ...] | None = None
     timeout: float = 5.0
-    in_flight: int = 8
+    in_flight: int = 32
     protocol: str = DEFAULT_PROTOCOL
     shrink: bool = True
     shrink_budget: float = 30.0  # seconds per failure signature
-    restarts: int = 10  # times a throwaway broker is restarted after going down
+    # times a throwaway broker is restarted after going down (None: for as long as the budget
+    # lasts; a broker that will not come back after a few tries ends the campaign)
+    restarts: int | None = None
+    minimize_budget: float = 30.0  # seconds to cut a crash's traffic down, per crash
+    avoid: int = 8  # a case like one behind a known crash or hang runs once in this many
 
 
 @dataclass
@@ -94,6 +101,8 @@ class TargetRun(TargetState):
     runner: Runner | None = None
     restarts: int = 0
     tally: Tally = field(default_factory=Tally)
+    # crashes recorded once each: signature -> (its event, how many times it happened)
+    crashes: dict[str, list[Any]] = field(default_factory=dict)
 
 
 @dataclass
@@ -107,6 +116,7 @@ class Stats:
     signatures: dict[str, int] = field(default_factory=dict)
     started: float = field(default_factory=time.monotonic)
     broker_down: str = ""
+    first_seen: dict[str, float] = field(default_factory=dict)  # signature -> seconds in
 
     @property
     def elapsed(self) -> float:
@@ -135,6 +145,11 @@ class Campaign:
         self.stats = Stats()
         self._deadline = math.inf if config.duration is None else time.monotonic() + config.duration
         self._first: dict[str, tuple[Case, Path, TargetRun]] = {}  # signature -> first failure
+        self._avoided: set[str] = set()  # operators (or methods) behind a known crash or hang
+        # a broker that goes down: smaller batches, fewer suspects each time (calm: full again)
+        self._batch = config.batch
+        self._smallest_batch = min(config.batch, 16)
+        self._dice = random.Random(config.seed)  # which avoided cases run all the same
         for run in targets:
             run.protocol = config.protocol
 
@@ -222,57 +237,107 @@ class Campaign:
         def campaign(drawn: list[Case]) -> None:
             if time.monotonic() > self._deadline or self.stats.broker_down:
                 raise CampaignOver
+            drawn = self._steer(drawn)[: self._batch]
             if self.config.max_examples:
                 drawn = drawn[: self.config.max_examples - self.stats.cases]
-            self.run_batch(drawn)
+            if drawn:
+                self.run_batch(drawn)
             if self.config.max_examples and self.stats.cases >= self.config.max_examples:
                 raise CampaignOver
 
         with contextlib.suppress(CampaignOver):  # the budget is spent: the normal end
             campaign()
 
+    def _steer(self, cases: list[Case]) -> list[Case]:
+        """Spend the budget elsewhere than on what is known to crash or hang the broker: a
+        case of an operator (or, valid, of a method) behind such a failure runs once in
+        ``avoid`` times."""
+        if not self._avoided:
+            return cases
+        return [
+            c
+            for c in cases
+            if _key(c) not in self._avoided or self._dice.randrange(self.config.avoid) == 0
+        ]
+
     def run_batch(self, cases: list[Case]) -> list[Judged]:
         """Run ``cases`` on every target and judge them; the events emitted for them (a
-        :class:`~.events.CaseJudged` per case and target, then any divergences)."""
+        :class:`~.events.CaseJudged` per case and target, then any divergences). A crash is
+        recorded once, with how often it happened, when the campaign ends."""
         judged: list[Judged] = []
         outcomes: dict[str, list[Result]] = {}
         for run in self.targets:
             assert run.runner is not None
-            results = self._after_batch(run, run.runner.run(cases))
+            results = run.runner.run(cases)
+            if not any(went_down(r) for r in results):  # calm again: back towards full batches
+                self._batch = min(self.config.batch, self._batch * 2)
+            results = self._after_batch(run, results, tuple(run.runner.traffic))
             outcomes[run.label] = results
-            judged += [self._judge(run, result) for result in results]
+            crashes: set[str] = set()  # one crash per batch, whatever the cases it took down
+            judged += [self._judge(run, result, crashes) for result in results]
         if len(self.targets) > 1:
             judged += self._compare(cases, outcomes)
         self.stats.cases += len(cases)
         self.emit(Progress(self.stats.cases, self.stats.failures, self.stats.xfails))
         return judged
 
-    def _after_batch(self, run: TargetRun, results: list[Result]) -> list[Result]:
-        """A batch that brought the broker down: restart it and find the case that did it,
-        or, if it cannot be restarted, end the campaign."""
+    def _after_batch(
+        self, run: TargetRun, results: list[Result], traffic: tuple[Sent, ...]
+    ) -> list[Result]:
+        """A batch that brought the broker down: restart it and pin the crash on the case
+        that does it alone, or on the traffic of the cases that do it together; if it cannot
+        be restarted (a URL target, a broker that will not come back), the crash keeps all the
+        traffic in flight and the campaign ends."""
+
         suspects = [i for i, r in enumerate(results) if went_down(r)]
         if not suspects:
             return results
+        self._batch = max(self._smallest_batch, self._batch // 2)  # crashes: smaller batches
         if not self._restart(run):
-            return unattributed(results, suspects, "it could not be restarted to find which")
+            why = "it could not be restarted to find which"
+            return unattributed(results, suspects, why, traffic)
 
         def runner() -> Runner:
             assert run.runner is not None
             return run.runner
 
-        return triage(results, suspects, runner, lambda: self._restart(run))
+        found = triage(results, suspects, runner, lambda: self._restart(run))
+        if found.pinned or found.gone:
+            return found.results
+        budget = self.config.minimize_budget
+        return side_by_side(found.results, suspects, traffic, self._crashes(run), budget)
+
+    def _crashes(self, run: TargetRun) -> Callable[[list[Sent]], bool | None]:
+        """Whether traffic brings ``run``'s broker down (it is restarted if so; None if it
+        will not come back)."""
+
+        def test(chosen: list[Sent]) -> bool | None:
+            driver, timeout = run.driver, self.config.timeout
+            send(driver, run.target, chosen, timeout)
+            if survives(driver, run.target, timeout, run.broker):
+                return False
+            return True if self._restart(run) else None
+
+        return test
 
     def _restart(self, run: TargetRun) -> bool:
-        """Restart a throwaway broker that went down, within the campaign's allowance; if it
-        cannot be, the campaign is over (:attr:`Stats.broker_down` says why)."""
-        while run.broker is not None and run.restarts < self.config.restarts:
+        """Restart a throwaway broker that went down (for as long as the budget lasts, unless
+        ``restarts`` says fewer), trying again with a growing pause when it will not start;
+        if it cannot be, the campaign is over (:attr:`Stats.broker_down` says why)."""
+        limit = self.config.restarts
+        failed = 0
+        while run.broker is not None and (limit is None or run.restarts < limit):
             run.restarts += 1
             self.emit(BrokerDown(run.label, run.broker.log_tail(10), restarting=True))
             try:
                 run.broker.recover()
-            except BrokerError as exc:  # it will not come back: the campaign ends, said why
-                self.stats.broker_down = f"{run.label} could not be restarted: {exc}"
-                return False
+            except BrokerError as exc:
+                failed += 1
+                if failed >= 3 or time.monotonic() > self._deadline:
+                    self.stats.broker_down = f"{run.label} could not be restarted: {exc}"
+                    return False
+                time.sleep(2.0**failed)  # the machine may need a moment
+                continue
             if run.runner is not None:
                 run.runner.close()
             try:
@@ -286,9 +351,11 @@ class Campaign:
 
     # -- judging ---------------------------------------------------------------------------
 
-    def _judge(self, run: TargetRun, result: Result) -> CaseJudged:
+    def _judge(self, run: TargetRun, result: Result, crashes: set[str]) -> CaseJudged:
         """The case's verdict on ``run`` (the oracles', then the profile's), its reproducer if
-        it failed, and its event."""
+        it failed, and its event. A crash (a liveness failure) is one event however many
+        cases it took down, and however often it happens: the first is held, with its count,
+        until the campaign ends; ``crashes`` are the ones this batch already counted."""
         case, failure = result.case, result.failure
         verdict = judge_against(
             run,
@@ -297,30 +364,28 @@ class Campaign:
             rule=case.spec_ref,
             operator=case.operator,
         )
+        signature = failure.signature if failure is not None else ""
+        crash = verdict.verdict == "fail" and failure is not None and failure.oracle == "liveness"
+        if crash and signature in run.crashes:
+            held = run.crashes[signature]
+            if signature not in crashes:  # once per batch: one crash, however many cases
+                held[1] += 1
+                self._count(run, signature)
+            crashes.add(signature)
+            event: CaseJudged = held[0]
+            return event
         record_id = new_record_id()
         reproducer = None
-        tally = run.tally
         if verdict.verdict == "xfail":
-            tally.xfails += 1
+            run.tally.xfails += 1
             self.stats.xfails += 1
         elif failure is not None:
-            tally.failures += 1
-            self.stats.failures += 1
-            signature = failure.signature
-            tally.signatures[signature] = tally.signatures.get(signature, 0) + 1
-            self.stats.signatures[signature] = self.stats.signatures.get(signature, 0) + 1
-            path = write_case(
-                self.out / "reproducers",
-                result,
-                target=run.target,
-                seed=str(self.config.seed),
-                protocol=self.config.protocol,
-                frame_max=run.runner.frame_max if run.runner else 0,
-                record_id=record_id,
-            )
-            reproducer = str(path)
-            tally.reproducers.setdefault(signature, reproducer)
-            self._first.setdefault(signature, (case, path, run))
+            self._count(run, signature)
+            reproducer = str(self._reproduce(run, result, record_id))
+            run.tally.reproducers.setdefault(signature, reproducer)
+            self._first.setdefault(signature, (case, Path(reproducer), run))
+            if failure.oracle in ("liveness", "hang") and not result.traffic:
+                self._avoided.add(_key(case))  # known: time is better spent elsewhere
         event = CaseJudged(
             kind="fuzz",
             target=run.view(),
@@ -340,10 +405,36 @@ class Campaign:
             outcome=str(result.outcome) if failure is not None else "",
             deviation=verdict.reason if verdict.verdict == "xfail" else None,
         )
-        self.emit(event)
+        if crash:
+            run.crashes[signature] = [event, 1]
+            crashes.add(signature)
+        else:
+            self.emit(event)
         if reproducer is not None and failure is not None:
-            self.emit(FailureFound(run.label, failure.signature, repr(case), reproducer))
+            self.emit(FailureFound(run.label, signature, repr(case), reproducer))
         return event
+
+    def _count(self, run: TargetRun, signature: str) -> None:
+        run.tally.failures += 1
+        self.stats.failures += 1
+        run.tally.signatures[signature] = run.tally.signatures.get(signature, 0) + 1
+        self.stats.signatures[signature] = self.stats.signatures.get(signature, 0) + 1
+        self.stats.first_seen.setdefault(signature, self.stats.elapsed)
+
+    def _reproduce(self, run: TargetRun, result: Result, record_id: str) -> Path:
+        """A failure's reproducer: the case's bytes, or a crash's traffic."""
+        directory = self.out / "reproducers"
+        seed, protocol = str(self.config.seed), self.config.protocol
+        if result.traffic:
+            return write_traffic(
+                directory, result, target=run.target, seed=seed, protocol=protocol,
+                record_id=record_id,
+            )  # fmt: skip
+        frame_max = run.runner.frame_max if run.runner else 0
+        return write_case(
+            directory, result, target=run.target, seed=seed, protocol=protocol,
+            frame_max=frame_max, record_id=record_id,
+        )  # fmt: skip
 
     def _compare(self, cases: list[Case], outcomes: dict[str, list[Result]]) -> list[Judged]:
         found: list[Judged] = []
@@ -401,12 +492,16 @@ class Campaign:
                 self.emit(FailureShrunk(run.label, signature, repr(smallest.case), str(path)))
 
     def finish(self) -> None:
-        """Close the connections, delete what the campaign created, say how it went."""
+        """Close the connections, delete what the campaign created, record each crash once
+        (with how often it happened), say how it went."""
         for run in self.targets:
             if run.runner is not None:
                 run.runner.close()
                 run.runner.cleanup()
                 run.runner = None
+            for event, count in run.crashes.values():
+                self.emit(replace(event, extra={**event.extra, "count": count}))
+            run.crashes.clear()
         self.emit(RunFinished(self.run_id, "fuzz", self.summaries()))
 
     def summaries(self) -> tuple[TargetSummary, ...]:
@@ -422,6 +517,11 @@ class Campaign:
                 reproducers=dict(run.tally.reproducers),
                 broker_down=self.stats.broker_down,
                 restarts=run.restarts,
+                first_seen={
+                    s: self.stats.first_seen[s]
+                    for s in run.tally.signatures
+                    if s in self.stats.first_seen
+                },
             )
             for run in self.targets
         )
@@ -445,3 +545,8 @@ def expected_of(case: Case) -> dict[str, Any]:
         method_id if closing else None,
         condition=code if isinstance(code, str) else None,
     )
+
+
+def _key(case: Case) -> str:
+    """What steering goes by: a malformed case's operator, a valid case's method."""
+    return case.operator or f"valid {case.spec_ref}"

@@ -251,6 +251,7 @@ class TargetSummary:
     reproducers: Mapping[str, str] = field(default_factory=dict)
     broker_down: str = ""
     restarts: int = 0
+    first_seen: Mapping[str, float] = field(default_factory=dict)  # seconds into the run
 
 
 @dataclass(frozen=True, slots=True)

@@ -58,6 +58,8 @@ class _Totals:
     xfails: int = 0
     signatures: dict[str, int] = field(default_factory=dict)
     reproducers: dict[str, str] = field(default_factory=dict)
+    first_seen: dict[str, float] = field(default_factory=dict)
+    started: float = field(default_factory=time.monotonic)
 
 
 def run_programs(
@@ -107,6 +109,7 @@ def run_programs(
             elapsed=time.monotonic() - started,
             signatures=dict(totals[id(target)].signatures),
             reproducers=dict(totals[id(target)].reproducers),
+            first_seen=dict(totals[id(target)].first_seen),
         )
         for target in targets
     )
@@ -228,6 +231,7 @@ def _judge(
         totals.failures += 1
         totals.signatures[signature] = totals.signatures.get(signature, 0) + 1
         totals.reproducers.setdefault(signature, reproducer)
+        totals.first_seen.setdefault(signature, time.monotonic() - totals.started)
     elif verdict.verdict == "xfail":
         totals.xfails += 1
     emit(

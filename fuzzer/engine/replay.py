@@ -2,9 +2,11 @@
 
 A fuzz case's reproducer holds its exact bytes, rendered on the channel a replay runs it on (a
 connection of its own, as the runner runs such cases), the reaction required and the one seen;
-replaying sends the same bytes the same way and judges them with the same oracles. A stateful
-program's reproducer holds its steps; replaying runs them again through the driver's client and
-checks the same invariants. Either way the answer is the failure's signature now (None: fixed).
+replaying sends the same bytes the same way and judges them with the same oracles. A crash that
+needs several cases holds their traffic (every byte on every connection, in order); replaying
+sends it again and asks whether the broker survives. A stateful program's reproducer holds its
+steps; replaying runs them again through the driver's client and checks the same invariants.
+Either way the answer is the failure's signature now (None: fixed).
 """
 
 from __future__ import annotations
@@ -22,8 +24,9 @@ from ..protocols import Broken, ProgramStep, driver_for
 from ..records.reproducers import ReproducerError, write_reproducer
 from . import signatures
 from .runner import Result, Runner
+from .traffic import as_data, from_data, send, survives
 
-__all__ = ["RecordedStep", "Replay", "replay", "write_case", "write_program"]
+__all__ = ["RecordedStep", "Replay", "replay", "write_case", "write_program", "write_traffic"]
 
 
 def write_case(
@@ -60,6 +63,26 @@ def write_case(
         "observed": result.outcome.as_record() | {"text": result.outcome.text},
         "failure": failure.as_record(),
         "blob_hex": case.blob.hex(),
+    }
+    return write_reproducer(directory, f"repro-{record_id}", data)
+
+
+def write_traffic(
+    directory: Path, result: Result, *, target: Target, seed: str, protocol: str, record_id: str
+) -> Path:
+    """Write the reproducer of a crash that needs several cases: their traffic, in order."""
+    failure = result.failure
+    assert failure is not None
+    data = {
+        "kind": "traffic",
+        "record_id": record_id,
+        "target": target.safe_url,
+        "protocol": protocol,
+        "seed": seed,
+        "spec_ref": result.case.spec_ref,
+        "failure": failure.as_record(),
+        "connections": len({s.connection for s in result.traffic}),
+        "traffic": as_data(result.traffic),
     }
     return write_reproducer(directory, f"repro-{record_id}", data)
 
@@ -119,6 +142,8 @@ def replay(data: dict[str, Any], target: Target, *, timeout: float = 5.0) -> Rep
         raise ReproducerError("the reproducer names no failure signature") from None
     if data.get("kind", "case") == "program":
         return _replay_program(data, target, signature, timeout)
+    if data.get("kind") == "traffic":
+        return _replay_traffic(data, target, signature, timeout)
     return _replay_case(data, target, signature, timeout)
 
 
@@ -165,6 +190,20 @@ def _replay_program(data: dict[str, Any], target: Target, signature: str, timeou
     now = signatures.program(broken.invariant, broken.step) if broken is not None else None
     observed = f"{broken.invariant} in {broken.step}: {broken.message}" if broken else "held"
     return Replay(signature, now, f"every invariant holds ({signature} broke)", observed)
+
+
+def _replay_traffic(data: dict[str, Any], target: Target, signature: str, timeout: float) -> Replay:
+    """The traffic again, on as many connections, in the same order; then: is the broker
+    still there?"""
+    driver = driver_for(str(data.get("protocol", DEFAULT_PROTOCOL)))
+    try:
+        traffic = from_data(data["traffic"])
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ReproducerError(f"the reproducer's traffic is unreadable: {exc}") from None
+    send(driver, target, traffic, timeout)
+    down = not survives(driver, target, timeout, None)
+    observed = "the broker stopped accepting connections" if down else "the broker is still up"
+    return Replay(signature, signature if down else None, "the broker stays up", observed)
 
 
 @dataclass(frozen=True, slots=True)

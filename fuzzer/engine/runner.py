@@ -8,11 +8,15 @@ opens connections and channels, makes the probe and says what a case left behind
   once on each, each case on its own channel. After a case comes the driver's *probe* on the
   same channel: its answer proves the channel survived, with no waiting for a timeout.
 * Cases that end their connection (hard errors, and cases that need channel 0 or a channel
-  that is not open) run on *spare* connections, prepared ahead in the background while the
-  others run, several at once.
-* If a connection dies with several cases in flight, those answered before it died stand, and
-  each of the others runs again on a connection of its own, so that what happened is pinned on
-  the case that did it.
+  that is not open) run on *spare* connections prepared ahead, many in flight
+  (:mod:`.own`).
+* If a shared connection dies or stops answering with several cases in flight, those answered
+  before stand; the first unanswered one of a connection that stopped answering hangs it (a
+  ``timeout``); each of the others runs again on a connection of its own, so that what happened
+  is pinned on the case that did it.
+* After a batch that went wrong anywhere, the broker must still accept a connection; if it
+  does not, every case of the batch is a suspect (the campaign's triage finds which), and
+  :attr:`Runner.traffic` holds every byte the batch sent, connection by connection, in order.
 
 Every name a case creates starts with the run's prefix; the runner notes what the driver says
 each case created, and :meth:`Runner.cleanup` deletes that, and only that.
@@ -20,11 +24,11 @@ each case created, and :meth:`Runner.cleanup` deletes that, and only that.
 
 from __future__ import annotations
 
-import select
+import math
 import time
 from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from amqpfuzz.spec import DEFAULT_PROTOCOL, AmqpfuzzError
@@ -32,10 +36,24 @@ from amqpfuzz.strategies import Case
 
 from ..brokers import Target
 from ..brokers.control import AnyBroker
-from ..protocols import Connection, ConnectionFailed, Name, Outcome, driver_for
+from ..protocols import Connection, Name, Outcome, driver_for
 from .oracles import Failure, Observation, judge
+from .own import OwnConnections, Settling
 
-__all__ = ["Result", "Runner"]
+__all__ = ["Result", "Runner", "Sent"]
+
+
+@dataclass(frozen=True, slots=True)
+class Sent:
+    """Bytes a batch sent after a connection's handshake: on which of its connections
+    (numbered as first used; ``own``: a case's own, else a shared lane), for which case (its
+    index in the batch; None: the opening of the channels a lane had open when the batch began,
+    or the closing of those earlier cases left), in the order they went out."""
+
+    connection: int
+    own: bool
+    case: int | None
+    data: bytes
 
 
 @dataclass(frozen=True)
@@ -48,6 +66,9 @@ class Result:
     duration_s: float
     data: bytes
     failure: Failure | None
+    # a crash that needs several cases: the traffic that brings it about (its reproducer)
+    traffic: tuple[Sent, ...] = ()
+    sent_at: float = 0.0  # when its bytes went out (monotonic)
 
     @property
     def verdict(self) -> str:
@@ -73,7 +94,7 @@ def _abort_spare(future: Future[Connection]) -> None:
 Placed = list[tuple[int, Case, int, bytes, float]]
 
 
-class Runner:
+class Runner(OwnConnections):
     """Runs batches of cases against ``target`` and judges each with the oracles."""
 
     def __init__(
@@ -108,8 +129,11 @@ class Runner:
         self.lanes = [Lane() for _ in range(max(1, lanes))]
         self.frame_max = 131072
         self._spares: deque[Future[Connection]] = deque()
-        self._executor = ThreadPoolExecutor(max_workers=4, thread_name_prefix="amqpfuzz-spares")
+        self._executor = ThreadPoolExecutor(max_workers=8, thread_name_prefix="amqpfuzz-spares")
         self.created: set[tuple[str, Name]] = set()  # what the run's cases made, to delete
+        self.settling = Settling(settle)
+        self.traffic: list[Sent] = []  # what the last batch sent
+        self._numbers: dict[int, int] = {}  # a connection's number in the batch, by its id
 
     # -- connections -----------------------------------------------------------------------
 
@@ -119,9 +143,8 @@ class Runner:
         return connection
 
     def _spare(self) -> Connection:
-        connection = self._open()
-        if self.driver.open_control(connection, self.timeout) is not None:
-            raise ConnectionFailed(f"{self.target.safe_url}: cannot open a channel")
+        connection = self.driver.spare(self.target, self.timeout)
+        self.frame_max = connection.frame_max
         return connection
 
     @property
@@ -164,7 +187,7 @@ class Runner:
         if self.broker is not None and self.broker.crashed:
             return False
         try:
-            self._open().close()
+            self.driver.spare(self.target, self.timeout).abort()
         except AmqpfuzzError:
             return False
         return True
@@ -173,6 +196,7 @@ class Runner:
 
     def run(self, cases: list[Case]) -> list[Result]:
         """Run ``cases`` (in flight as far as they allow) and judge each; results in order."""
+        self.traffic, self._numbers = [], {}
         results: dict[int, Result] = {}
         alone = {i for i, c in enumerate(cases) if self.driver.needs_own_connection(c)}
         shared = [i for i in range(len(cases)) if i not in alone]
@@ -183,35 +207,58 @@ class Runner:
             [(i, cases[i]) for i in shared[start : start + size]]
             for start in range(0, len(shared), size)
         ]
-        for first in range(0, len(groups), len(self.lanes)):
-            together = list(zip(self.lanes, groups[first : first + len(self.lanes)], strict=False))
+        rounds = [
+            list(zip(self.lanes, groups[first : first + len(self.lanes)], strict=False))
+            for first in range(0, len(groups), len(self.lanes))
+        ] or [[]]
+        for number, together in enumerate(rounds):
             sent = [(lane, group, self._send_shared(lane, group)) for lane, group in together]
+            if number == 0:  # while the broker works through the lanes' first groups
+                results.update(self._run_own([(i, cases[i]) for i in own]))
             for lane, group, placed in sent:
-                results.update(self._checked(group, self._collect_shared(lane, group, placed)))
-        for start in range(0, len(own), self.spares):
-            group = [(i, cases[i]) for i in own[start : start + self.spares]]
-            results.update(self._checked(group, self._run_own(group)))
-        return [results[i] for i in range(len(cases))]
+                results.update(self._collect_shared(lane, group, placed))
+        return self._checked([results[i] for i in range(len(cases))])
 
-    def _checked(
-        self, group: list[tuple[int, Case]], results: dict[int, Result]
-    ) -> dict[int, Result]:
-        """Liveness after a group: a new connection must still be accepted. When it is not,
-        the group's last case carries the failure, and the bytes of every case in the group
-        (one of them did it)."""
-        calm = all(r.outcome.kind in ("reply", "channel-close") for r in results.values())
-        if calm and not (self.broker is not None and self.broker.crashed):
+    def _checked(self, results: list[Result]) -> list[Result]:
+        """Liveness after a batch that went wrong anywhere: a new connection must still be
+        accepted. When it is not, the cases that did not get the reaction they required (and,
+        when the broker's process is known to have died, were sent before it did) are the
+        suspects of having brought the broker down (one did, or several together; if every case
+        got its reaction, every case is a suspect): each carries the liveness failure."""
+        crashed = bool(self.broker is not None and self.broker.crashed)
+        calm = all(r.failure is None or r.outcome.kind == "channel-close" for r in results)
+        if (calm and not crashed) or self.alive():
             return results
-        if self.alive():
-            return results
-        last, case = group[-1]
-        ran = results[last]
-        data = b"".join(results[i].data for i, _ in group)
-        seen = Observation(
-            case, ran.outcome, alive=False, crashed=bool(self.broker and self.broker.crashed)
-        )
-        results[last] = Result(case, ran.outcome, ran.channel, ran.duration_s, data, judge(seen))
-        return results
+        crashed = bool(self.broker is not None and self.broker.crashed)
+        suspects = [r.failure is not None for r in results]
+        died = getattr(self.broker, "crashed_at", None)
+        if died is not None:  # a case sent after the broker died did not kill it
+            before = [s and r.sent_at <= died for s, r in zip(suspects, results, strict=True)]
+            suspects = before if any(before) else suspects
+        if not any(suspects):
+            suspects = [True] * len(results)
+        return [
+            replace(r, failure=judge(Observation(r.case, r.outcome, alive=False, crashed=crashed)))
+            if suspect and (r.failure is None or r.failure.oracle != "liveness")
+            else r
+            for r, suspect in zip(results, suspects, strict=True)
+        ]
+
+    def _log(self, connection: Connection, own: bool, case: int | None, data: bytes) -> None:
+        """Keep what goes out, for a crash's reproducer (a lane's channels already open when
+        the batch began first: replayed on a new connection, they are opened again)."""
+        if not data:
+            return
+        number = self._numbers.get(id(connection))
+        if number is None:
+            number = self._numbers[id(connection)] = len(self._numbers)
+            opened = b"".join(
+                self.driver.open_channel(connection, channel)
+                for channel in sorted(connection.open_channels)
+            )
+            if opened and not own:
+                self.traffic.append(Sent(number, own, None, opened))
+        self.traffic.append(Sent(number, own, case, data))
 
     def _channel_for(self, lane: Lane, case: Case) -> tuple[int, bytes]:
         """An open channel for an ``open`` case; for the others, a new one, with the bytes
@@ -256,15 +303,18 @@ class Runner:
             connection = self._lane(lane)
         except AmqpfuzzError as exc:
             down = Outcome("broker-down", text=str(exc))
-            return {i: self._judged(case, down, 0, 0.0, b"") for i, case in group}
+            return {i: self._judged(case, down, 0, 0.0, b"", sent=False) for i, case in group}
         started = time.monotonic()
         placed: Placed = []
         out = [lane.closing]
+        self._log(connection, False, None, lane.closing)
         lane.closing = b""
         for i, case in group:
             channel, opening = self._channel_for(lane, case)
             data = case.render(channel)
-            out += [opening, data, self.driver.probe(connection, channel)]
+            chunk = opening + data + self.driver.probe(connection, channel)
+            self._log(connection, False, i, chunk)
+            out.append(chunk)
             placed.append((i, case, channel, data, started))
         connection.send(b"".join(out))
         return placed
@@ -286,80 +336,41 @@ class Runner:
         results = {}
         unknown = []
         replies = self.driver.probe_replies
+        deadline = time.monotonic() + self.timeout  # one for all: a hang costs one timeout
+        hung = False
         for i, case, channel, data, started in placed:
+            if hung:  # behind the case that hung the connection: not known what it does
+                unknown.append((i, case))
+                continue
             echoes = self.driver.echoes(case)
-            frames, end = connection.collect(channel, replies, self.timeout, echoes)
+            left = max(0.0, deadline - time.monotonic())
+            frames, end = connection.collect(channel, replies, left, echoes)
             self._note(case, frames)  # a name the broker gave it, too
             if len(placed) > 1 and end is connection.ended:
                 unknown.append((i, case))
                 continue
+            if isinstance(end, Outcome) and end.kind == "timeout":
+                hung = True  # the first unanswered: the broker stopped answering with it
+                end = Outcome("timeout", text=f"no {' or '.join(replies)} in {self.timeout:g} s")
             outcome = self._outcome(case, frames, end, connection, channel)
             if outcome.kind == "reply":
                 self._release(lane, case, channel)
             results[i] = self._judged(case, outcome, channel, time.monotonic() - started, data)
+        if hung:  # a connection that stopped answering is of no more use
+            connection.abort()
         if unknown:
             results.update(self._run_own(unknown))
         return results
 
-    def _run_own(self, group: list[tuple[int, Case]]) -> dict[int, Result]:
-        """Each case on a spare connection of its own, all of them in flight at once.
-
-        A case expected to end its connection is sent alone, with no probe behind it: a broker
-        that closes a socket with bytes unread resets it, and the reset throws away the close
-        it had just sent. Only if nothing happens within the settle time is the probe sent, on
-        the control channel, to learn that the broker let the case pass.
-        """
-        driver = self.driver
-        control = driver.control
-        taken = [(i, case, self._take_spare()) for i, case in group]
-        started = time.monotonic()
-        sent: dict[int, bytes] = {}
-        for i, case, connection in taken:
-            if not isinstance(connection, Outcome):
-                sent[i] = case.render(driver.own_channel(case))
-                probe = b"" if case.kills_connection else driver.probe(connection, control)
-                connection.send(sent[i] + probe)
-        self._settle(
-            [c for _, case, c in taken if not isinstance(c, Outcome) and case.kills_connection]
-        )
-        results = {}
-        for i, case, connection in taken:
-            if isinstance(connection, Outcome):
-                results[i] = self._judged(case, connection, 0, 0.0, b"")
-                continue
-            if case.kills_connection and connection.ended is None:
-                connection.send(driver.probe(connection, control))
-            echoes = driver.echoes(case) if case.channel in ("open", "fresh") else 0
-            frames, end = connection.collect(control, driver.probe_replies, self.timeout, echoes)
-            if not isinstance(end, Outcome):  # accepted: a close may still be on its way
-                connection.pump(self.grace)
-                if connection.ended is not None:
-                    end = connection.ended
-                elif control + 1 in connection.closed_channels:  # the case's closed channel
-                    end = connection.closed_channels[control + 1]
-            outcome = self._outcome(case, frames, end, connection, control)
-            self._note(case, frames)
-            connection.abort()
-            results[i] = self._judged(case, outcome, control, time.monotonic() - started, sent[i])
-        return results
-
-    def _settle(self, connections: list[Connection]) -> None:
-        """Wait, all at once, up to the settle time for each connection to end."""
-        deadline = time.monotonic() + self.settle
-        waiting = [c for c in connections if c.ended is None]
-        while waiting and time.monotonic() < deadline:
-            ready, _, _ = select.select(
-                [c.sock for c in waiting], [], [], deadline - time.monotonic()
-            )
-            for connection in waiting:
-                if connection.sock in ready:
-                    connection.pump(0)
-            waiting = [c for c in waiting if c.ended is None]
-
     def run_alone(self, case: Case) -> Result:
-        """One case on a connection of its own (how a reproducer is replayed)."""
-        results = self._checked([(0, case)], self._run_own([(0, case)]))
-        return results[0]
+        """One case on a connection of its own (how a suspect and a reproducer run); its
+        bytes are not the batch's traffic."""
+        traffic, numbers = self.traffic, self._numbers
+        self.traffic, self._numbers = [], {}
+        try:
+            return self._checked(list(self._run_own([(0, case)]).values()))[0]
+        finally:
+            self.traffic, self._numbers = traffic, numbers
 
     def _outcome(
         self,
@@ -395,11 +406,20 @@ class Runner:
         )
 
     def _judged(
-        self, case: Case, outcome: Outcome, channel: int, duration: float, data: bytes
+        self,
+        case: Case,
+        outcome: Outcome,
+        channel: int,
+        duration: float,
+        data: bytes,
+        sent: bool = True,
     ) -> Result:
+        """The oracles' verdict on a case; one that was never ``sent`` (no connection could be
+        had) has no time it went out."""
         crashed = bool(self.broker is not None and self.broker.crashed)
         seen = Observation(case, outcome, alive=outcome.kind != "broker-down", crashed=crashed)
-        return Result(case, outcome, channel, duration, data, judge(seen))
+        sent_at = time.monotonic() - duration if sent else math.inf
+        return Result(case, outcome, channel, duration, data, judge(seen), sent_at=sent_at)
 
     # -- what was created ------------------------------------------------------------------
 

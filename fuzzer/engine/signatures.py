@@ -17,18 +17,22 @@ from amqpfuzz.strategies import Case
 from ..protocols import Outcome
 
 __all__ = [
-    "SIDE_BY_SIDE",
     "UNATTRIBUTED",
     "differential",
     "fuzz",
     "program",
     "scenario",
+    "side_by_side",
 ]
 
-# A crash that needs several cases in flight (none does it alone), and one that could not be
-# pinned on a case (the broker would not come back to find out).
-SIDE_BY_SIDE = "liveness:-:side-by-side:alive->broker-down"
+# A crash that could not be pinned on cases (the broker would not come back to find out).
 UNATTRIBUTED = "liveness:-:unattributed:alive->broker-down"
+
+
+def side_by_side(names: list[str]) -> str:
+    """A crash that needs several cases in flight, none of which does it alone: the operators
+    (or methods) of the smallest set found."""
+    return f"liveness:-:side-by-side({'+'.join(sorted(names))}):alive->broker-down"
 
 
 def _observed(outcome: Outcome) -> str:

@@ -1,27 +1,38 @@
-"""Crash triage: which case in flight brought the broker down.
+"""Crash triage: which cases brought the broker down, and the traffic that does it again.
 
-When a throwaway broker goes down, every case then in flight failed the liveness oracle, but
-one of them did it (or several together). Each runs again alone, in order, on the restarted
-broker: one that brings it down by itself keeps its failure; the others get the verdict of their
-own run. If none does it alone, the crash needs cases side by side: one failure says so. A crash
-that cannot be pinned (the broker will not come back) is one failure for all of them, under one
-signature, not one per case.
+When a broker goes down, the cases that did not get their reaction are suspects (the runner
+says which). With a broker that can be restarted, each suspect runs again alone, in order: one
+that brings it down by itself keeps its failure; the others get the verdict of their own run.
+If none does it alone, the crash needs cases side by side: the batch's traffic (every byte, on
+every connection, in order) is sent again, then cut down by delta debugging to the cases whose
+traffic still brings the broker down, within a budget. A crash that cannot be pinned (no restart
+possible) keeps all the traffic in flight as its reproducer.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import replace
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 
+from ..protocols import Outcome
 from . import signatures
 from .oracles import Failure
-from .runner import Result, Runner
+from .runner import Result, Runner, Sent
+from .traffic import minimize
 
-__all__ = ["triage", "unattributed", "went_down"]
+__all__ = ["Triaged", "crash_signature", "side_by_side", "triage", "unattributed", "went_down"]
 
 
 def went_down(result: Result) -> bool:
     return result.failure is not None and result.failure.oracle == "liveness"
+
+
+@dataclass
+class Triaged:
+    results: list[Result]
+    pinned: list[int]  # the suspects that bring the broker down alone, each twice
+    gone: bool  # the broker would not come back during triage
 
 
 def triage(
@@ -29,40 +40,87 @@ def triage(
     suspects: list[int],
     runner: Callable[[], Runner],
     restart: Callable[[], bool],
-) -> list[Result]:
-    """``results`` with the crash pinned on the suspect that does it alone. ``runner`` gives
-    the current runner (a restart makes a new one); ``restart`` restarts the broker after a
-    suspect brought it down again (False: it will not come back)."""
-    if len(suspects) == 1:
-        return results
+) -> Triaged:
+    """Run each suspect alone, the last sent first (a broker dies soon after the frame that
+    kills it). One that brings the broker down by itself, and does it again on the restarted
+    broker, keeps its failure (a crash that does not happen again is not pinned on it); the
+    others get the verdict of their own run. Cases that were never sent (the broker was
+    already down) run after them. ``runner`` gives the current runner (a restart makes a new
+    one); ``restart`` restarts the broker (False: it will not come back)."""
     triaged = list(results)
-    guilty = False
-    for done, index in enumerate(suspects):
-        triaged[index] = solo = runner().run_alone(results[index].case)
-        if went_down(solo):
-            guilty = True
-            if not restart():
-                rest = suspects[done + 1 :]
-                return unattributed(triaged, rest, "it went down for good before they ran alone")
-    if not guilty:
-        first = results[suspects[0]]
-        names = ", ".join(sorted({results[i].case.spec_ref for i in suspects}))
-        triaged[suspects[0]] = replace(
-            first,
-            failure=Failure(
-                "liveness",
-                signatures.SIDE_BY_SIDE,
-                f"the broker went down with {len(suspects)} cases in flight, none of which"
-                f" brings it down alone ({names}); this is the first of them",
-            ),
-        )
-    return triaged
+    unsent = [i for i in suspects if results[i].sent_at == math.inf]  # no connection was had
+    order = sorted(
+        (i for i in suspects if i not in unsent), key=lambda i: results[i].sent_at, reverse=True
+    )
+    pinned: list[int] = []
+    for done, index in enumerate(order + unsent):
+        case = results[index].case
+        triaged[index] = solo = runner().run_alone(case)
+        if not went_down(solo):
+            continue
+        if restart():
+            again = runner().run_alone(case)
+            if went_down(again):  # it does it again: the crash is this case's
+                pinned.append(index)
+                if restart():
+                    continue
+            else:
+                triaged[index] = again
+                continue
+        rest = (order + unsent)[done + 1 :]
+        why = "it went down for good before they ran alone"
+        return Triaged(unattributed(triaged, rest, why), pinned, gone=True)
+    return Triaged(triaged, pinned, gone=False)
 
 
-def unattributed(results: list[Result], suspects: list[int], why: str) -> list[Result]:
-    """Cases that were in flight when the broker went down, not run again alone: each keeps a
-    liveness failure, under one signature (one crash), not one per case."""
-    if len(suspects) < 2:
+def crash_signature(results: Sequence[Result], cases: Sequence[int]) -> str:
+    """The signature of a crash that ``cases`` of ``results`` bring about together: one case's
+    own liveness signature, else the operators (or methods) side by side."""
+    if len(cases) == 1:
+        case = results[cases[0]].case
+        return signatures.fuzz("liveness", case, Outcome("broker-down"))
+    names = sorted({results[i].case.operator or results[i].case.spec_ref for i in cases})
+    return signatures.side_by_side(names)
+
+
+def side_by_side(
+    results: list[Result],
+    suspects: list[int],
+    traffic: Sequence[Sent],
+    crashes: Callable[[list[Sent]], bool | None],
+    budget: float,
+) -> list[Result]:
+    """A crash no suspect does alone: the cases whose traffic still does it (minimized within
+    ``budget``; all of it if it no longer does), on the first suspect's result, with that
+    traffic as its reproducer."""
+    kept: list[int] = sorted({s.case for s in traffic if s.case is not None})
+    if not kept:
+        return unattributed(results, suspects, "no traffic of theirs was kept to find which")
+    first = crashes(list(traffic))
+    if first:
+        kept = minimize(traffic, crashes, budget)
+    wanted = set(kept)
+    chosen = tuple(s for s in traffic if s.case is None or s.case in wanted)
+    names = ", ".join(sorted({results[i].case.spec_ref for i in kept}))
+    how = "brings it down" if first else "did not bring it down again when sent once more"
+    failure = Failure(
+        "liveness",
+        crash_signature(results, kept),
+        f"the broker went down with {len(suspects)} cases in flight, none of which brings it "
+        f"down alone; the traffic of {len(kept)} of them ({names}) {how}",
+    )
+    marked = list(results)
+    marked[suspects[0]] = replace(results[suspects[0]], failure=failure, traffic=chosen)
+    return marked
+
+
+def unattributed(
+    results: list[Result], suspects: list[int], why: str, traffic: Sequence[Sent] = ()
+) -> list[Result]:
+    """Cases that were in flight when the broker went down, not run again alone: each keeps
+    the one crash's failure (the campaign records it once), the first of them with all the
+    traffic in flight as its reproducer."""
+    if not suspects:
         return results
     names = ", ".join(sorted({results[i].case.spec_ref for i in suspects}))
     failure = Failure(
@@ -71,6 +129,8 @@ def unattributed(results: list[Result], suspects: list[int], why: str) -> list[R
         f"the broker went down with {len(suspects)} cases in flight ({names}); {why}",
     )
     marked = list(results)
-    for index in suspects:
-        marked[index] = replace(results[index], failure=failure)
+    for number, index in enumerate(suspects):
+        marked[index] = replace(
+            results[index], failure=failure, traffic=tuple(traffic) if number == 0 else ()
+        )
     return marked

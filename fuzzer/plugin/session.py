@@ -185,7 +185,6 @@ class AmqpSession:
                 duration=None,
                 seed=self.options.seed,
                 shrink=False,
-                restarts=1000,
                 protocol=self.options.protocol,
             )
             self.gate = Gate(self._record_handler("fuzz"))

@@ -266,9 +266,10 @@ class Driver(abc.ABC):
 
     # -- running cases -----------------------------------------------------------------------
 
-    @abc.abstractmethod
-    def open_control(self, connection: Connection, timeout: float) -> Outcome | None:
-        """Open :attr:`control` on a connection of its own; None, or what happened instead."""
+    def spare(self, target: Target, timeout: float) -> Connection:
+        """A connection for a case of its own, open (ConnectionFailed if not); its channels
+        are opened with the case's bytes. A driver may make it faster than :meth:`connect`."""
+        return self.connect(target, timeout=timeout)
 
     @abc.abstractmethod
     def needs_own_connection(self, case: Case) -> bool:

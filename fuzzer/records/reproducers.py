@@ -1,9 +1,10 @@
 """Reproducer files: one JSON file per failure, enough to replay it against any broker.
 
-Two kinds (``kind``): a fuzz ``case`` (the exact bytes sent, in hex, step by step, what the
+Three kinds (``kind``): a fuzz ``case`` (the exact bytes sent, in hex, step by step, what the
 case needed before it ran, the reaction the specification requires, what the broker did, the
-seed and the blob Hypothesis drew) and a stateful ``program`` (its steps, the invariant it
-broke). Files are written atomically (a ``.part`` file renamed into place), and credentials
+seed and the blob Hypothesis drew), the ``traffic`` of a crash that needs several cases (every
+byte on every connection, in the order it went out) and a stateful ``program`` (its steps, the
+invariant it broke). Files are written atomically (a ``.part`` file renamed into place), and credentials
 never go in: the target is its safe URL. What a reproducer holds is made, and replayed, by
 :mod:`amqpfuzz.fuzzer.engine.replay`; this module only writes and reads the files.
 """
@@ -20,7 +21,7 @@ from amqpfuzz.spec import AmqpfuzzError
 __all__ = ["FORMAT", "REPRODUCER_KINDS", "ReproducerError", "load_reproducer", "write_reproducer"]
 
 FORMAT = 1
-REPRODUCER_KINDS = ("case", "program")
+REPRODUCER_KINDS = ("case", "program", "traffic")
 
 
 class ReproducerError(AmqpfuzzError):
@@ -63,6 +64,12 @@ def load_reproducer(path: Path | str) -> dict[str, Any]:
             raise ReproducerError(f"{path}: not an amqpfuzz reproducer (no bytes_hex)") from None
         except (TypeError, ValueError):
             raise ReproducerError(f"{path}: bytes_hex is not hexadecimal") from None
+    elif kind == "traffic":
+        traffic = data.get("traffic")
+        if not isinstance(traffic, list) or not all(
+            isinstance(s, dict) and {"connection", "hex"} <= set(s) for s in traffic
+        ):
+            raise ReproducerError(f"{path}: a traffic reproducer needs its traffic")
     elif kind == "program":
         steps = data.get("steps")
         if not isinstance(steps, list) or not all(

@@ -249,6 +249,7 @@ def test_a_throwaway_broker_that_crashes_is_restarted_for_the_workers(tmp_path: 
     done = amqpfuzz(
         "run", "--broker", "garagemq", "--operators", "string-overrun", "--valid-share", "0",
         "--max-examples", "100", "--workers", "2", "--no-shrink", "--out", str(tmp_path),
+        "--profile", "none",
     )  # fmt: skip
     assert done.returncode == 1, done.stderr
     assert "the broker was restarted" in done.stdout

@@ -33,7 +33,13 @@ from amqpfuzz.spec.amqp091.model import ZERO_VALUES
 from ...brokers import Target
 from ..base import AuthenticationFailed, ConnectionFailed, Name, Outcome, Unreachable
 
-__all__ = ["Connection", "closed_by"]
+__all__ = ["CLIENT_PROPERTIES", "Connection", "closed_by"]
+
+# amqpfuzz's own: announcing RabbitMQ's consumer-cancel notifications
+CLIENT_PROPERTIES: dict[str, Any] = {
+    "product": "amqpfuzz",
+    "capabilities": {"consumer_cancel_notify": True},
+}
 
 
 def closed_by(frame: MethodFrame) -> Outcome:
@@ -133,7 +139,7 @@ class Connection:
         self.server_properties = dict(start["server_properties"])
         response = b"\x00" + target.user.encode() + b"\x00" + target.password.encode()
         if properties is None:
-            properties = {"product": "amqpfuzz", "capabilities": {"consumer_cancel_notify": True}}
+            properties = CLIENT_PROPERTIES
         self.send_frame(
             codec.method(
                 "connection.start-ok",
@@ -160,13 +166,91 @@ class Connection:
         self.send_frame(codec.method("connection.open", 0, virtual_host=target.vhost))
         self._expect_handshake(target, "connection.open-ok", timeout, authenticating=True)
 
+    @classmethod
+    def open_pipelined(
+        cls,
+        target: Target,
+        handshake: bytes,
+        *,
+        protocol: str = DEFAULT_PROTOCOL,
+        timeout: float = 10.0,
+        frame_max: int = 131072,
+        channel_max: int = 2047,
+        control: int | None = None,
+    ) -> Connection:
+        """The handshake in two writes (:meth:`handshake_bytes`), for a target whose limits an
+        earlier handshake told: the header, then, once ``connection.start`` is in,
+        ``start-ok``, ``tune-ok``, ``open`` and the control channel's ``channel.open`` at once;
+        their answers are read as they come. Two round trips where :meth:`open` takes four;
+        ConnectionFailed if the broker's limits are no longer what ``frame_max`` and
+        ``channel_max`` say."""
+        connection = cls.connect(
+            target, protocol=protocol, timeout=timeout, frame_max=frame_max, channel_max=channel_max
+        )
+        header = connection.codec.spec.protocol_header
+        try:
+            # the header first: a broker that reads start-ok before it has sent start may lose it
+            connection.send(header)
+            start = connection._expect_handshake(target, "connection.start", timeout)
+            connection.server_properties = dict(start["server_properties"])
+            connection.send(handshake.removeprefix(header))
+            tune = connection._expect_handshake(
+                target, "connection.tune", timeout, authenticating=True
+            )
+            if (tune["frame_max"] or frame_max) < frame_max or (
+                tune["channel_max"] or channel_max
+            ) < channel_max:
+                raise ConnectionFailed(f"{target.safe_url}: the broker's limits changed")
+            connection._expect_handshake(target, "connection.open-ok", timeout, authenticating=True)
+            if control is not None:
+                opened = connection.wait(control, ("channel.open-ok",), timeout)
+                if isinstance(opened, Outcome):
+                    raise ConnectionFailed(f"{target.safe_url}: cannot open a channel: {opened}")
+                connection.open_channels.add(control)
+        except BaseException:
+            connection.abort()
+            raise
+        return connection
+
+    @staticmethod
+    def handshake_bytes(
+        codec: Codec,
+        target: Target,
+        frame_max: int,
+        channel_max: int,
+        control: int | None = None,
+        properties: dict[str, Any] | None = None,
+    ) -> bytes:
+        """What :meth:`open_pipelined` sends: the header and every client frame of the
+        handshake (and of the control channel's opening)."""
+        response = b"\x00" + target.user.encode() + b"\x00" + target.password.encode()
+        frames = [
+            codec.method(
+                "connection.start-ok",
+                0,
+                client_properties=properties or CLIENT_PROPERTIES,
+                mechanism="PLAIN",
+                response=response,
+                locale="en_US",
+            ),
+            codec.method(
+                "connection.tune-ok", 0, channel_max=channel_max, frame_max=frame_max, heartbeat=0
+            ),
+            codec.method("connection.open", 0, virtual_host=target.vhost),
+        ]
+        if control is not None:
+            frames.append(codec.method("channel.open", control))
+        return codec.spec.protocol_header + codec.encode_all(frames)
+
     def _expect_handshake(
         self, target: Target, name: str, timeout: float, authenticating: bool = False
     ) -> MethodFrame:
+        """The next ``name`` on channel 0; frames after it stay for the next expectation."""
         deadline = time.monotonic() + timeout
         while True:
-            self.pump(max(0.0, deadline - time.monotonic()))
-            for frame in self.inbox.pop(0, deque()):
+            box = self.inbox.get(0, deque())
+            while box:
+                frame = box.popleft()
                 if isinstance(frame, ProtocolHeader):
                     raise ConnectionFailed(
                         f"{target.safe_url}: the broker does not speak AMQP "
@@ -183,6 +267,7 @@ class Connection:
                 raise ConnectionFailed(f"{target.safe_url}: handshake failed: {self.ended}")
             if time.monotonic() >= deadline:
                 raise ConnectionFailed(f"{target.safe_url}: no {name} within {timeout:.0f} s")
+            self.pump(max(0.0, deadline - time.monotonic()))
 
     # -- sending ---------------------------------------------------------------------------
 

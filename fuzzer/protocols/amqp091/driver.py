@@ -8,6 +8,7 @@ declares (read from the bytes it sends) and the queues the broker names for it.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -17,7 +18,15 @@ from amqpfuzz.strategies import Case
 from amqpfuzz.strategies.amqp091 import WireFrame
 
 from ...brokers import Target
-from ..base import Announced, ConnectionFailed, Driver, Name, Outcome
+from ..base import (
+    Announced,
+    AuthenticationFailed,
+    ConnectionFailed,
+    Driver,
+    Name,
+    Outcome,
+    Unreachable,
+)
 from .connection import Connection
 from .names import created_names, names_a_queue_itself, ours
 
@@ -58,6 +67,8 @@ class Amqp091Driver(Driver):
         super().__init__(protocol)
         self.codec = codec_for(protocol)
         self.spec = self.codec.spec
+        # per target, once a spare's handshake told its limits: the whole handshake's bytes
+        self._handshakes: dict[Target, tuple[bytes, int, int]] = {}
 
     # -- negotiation -------------------------------------------------------------------------
 
@@ -79,9 +90,33 @@ class Amqp091Driver(Driver):
 
     # -- running cases -----------------------------------------------------------------------
 
-    def open_control(self, connection: Any, timeout: float) -> Outcome | None:
-        opened: Outcome | None = connection.open_channel(self.control, timeout)
-        return opened
+    def spare(self, target: Target, timeout: float) -> Connection:
+        """After the first, a spare's handshake in two writes and two round trips
+        (:meth:`Connection.open_pipelined`): many spares a second cost the broker, and us,
+        less. A broker whose limits changed gets the handshake step by step again."""
+        known = self._handshakes.get(target)
+        if known is not None:
+            data, frame_max, channel_max = known
+            try:
+                return Connection.open_pipelined(
+                    target,
+                    data,
+                    protocol=self.protocol,
+                    timeout=timeout,
+                    frame_max=frame_max,
+                    channel_max=channel_max,
+                )
+            except (Unreachable, AuthenticationFailed):
+                raise
+            except ConnectionFailed:
+                self._handshakes.pop(target, None)
+        connection = super().spare(target, timeout)
+        assert isinstance(connection, Connection)
+        data = Connection.handshake_bytes(
+            self.codec, target, connection.frame_max, connection.channel_max
+        )
+        self._handshakes[target] = (data, connection.frame_max, connection.channel_max)
+        return connection
 
     def needs_own_connection(self, case: Case) -> bool:
         """Cases that end a connection, or that need channel 0 or a channel not open, get
@@ -99,13 +134,20 @@ class Amqp091Driver(Driver):
         return self.control if case.channel in ("open", "fresh") else self.control + 1
 
     def open_channel(self, connection: Any, channel: int) -> bytes:
-        return self.codec.encode(self.codec.method("channel.open", channel))
+        return self._frame("channel.open", channel)
 
     def close_channel(self, connection: Any, channel: int) -> bytes:
-        return self.codec.encode(self.codec.method("channel.close", channel, reply_code=200))
+        return self._frame("channel.close", channel)
 
     def probe(self, connection: Any, channel: int) -> bytes:
-        return self.codec.encode(self.codec.method("basic.qos", channel))
+        return self._frame("basic.qos", channel)
+
+    @functools.lru_cache(maxsize=8192)  # noqa: B019 (one driver per protocol, for the process)
+    def _frame(self, method: str, channel: int) -> bytes:
+        """A method with plain arguments (a close's reply code 200), encoded once per channel:
+        every case needs a few of them."""
+        arguments = {"reply_code": 200} if method.endswith(".close") else {}
+        return self.codec.encode(self.codec.method(method, channel, **arguments))
 
     def echoes(self, case: Case) -> int:
         """How many ``basic.qos`` the case itself sends: their answers look like the probe's."""
