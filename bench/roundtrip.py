@@ -37,10 +37,11 @@ def round_trip_rate(url: str, calls: int) -> float:
 
 
 def options(doc: str, argv: Sequence[str] | None) -> argparse.Namespace:
-    """``--quick`` (a smoke test) and ``--rounds`` (each figure is the best of them)."""
+    """``--quick`` (a smoke test), ``--rounds`` (each figure is the best of them), ``--seed``."""
     parser = argparse.ArgumentParser(description=doc.split("\n", 1)[0])
     parser.add_argument("--quick", action="store_true", help="a very short run (smoke test)")
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--seed", type=int, default=1, help="where a bench draws from seeds")
     return parser.parse_args(argv)
 
 

@@ -80,6 +80,7 @@ class CampaignSettings:
     # lasts; a broker that will not come back after a few tries ends the campaign)
     restarts: int | None = None
     minimize_budget: float = 30.0  # seconds to cut a crash's traffic down, per crash
+    triage_budget: float = 30.0  # seconds to pin a batch's crashes on cases
     avoid: int = 8  # a case like one behind a known crash or hang runs once in this many
 
 
@@ -254,6 +255,9 @@ class Campaign:
         ``avoid`` times."""
         if not self._avoided:
             return cases
+        chosen = self.config.operators
+        if chosen and not self.config.valid_share and self._avoided >= set(chosen):
+            return cases  # nothing else to spend it on
         return [
             c
             for c in cases
@@ -289,23 +293,47 @@ class Campaign:
         be restarted (a URL target, a broker that will not come back), the crash keeps all the
         traffic in flight and the campaign ends."""
 
-        suspects = [i for i, r in enumerate(results) if went_down(r)]
-        if not suspects:
+        if not any(went_down(r) for r in results):
             return results
         self._batch = max(self._smallest_batch, self._batch // 2)  # crashes: smaller batches
-        if not self._restart(run):
-            why = "it could not be restarted to find which"
-            return unattributed(results, suspects, why, traffic)
 
         def runner() -> Runner:
             assert run.runner is not None
             return run.runner
 
-        found = triage(results, suspects, runner, lambda: self._restart(run))
-        if found.pinned or found.gone:
-            return found.results
-        budget = self.config.minimize_budget
-        return side_by_side(found.results, suspects, traffic, self._crashes(run), budget)
+        now = time.monotonic()  # triage has its budget, within the run's (a few seconds past)
+        until = min(now + self.config.triage_budget, max(self._deadline, now + 5.0))
+        pinned: set[int] = set()
+        alone: set[int] = set()  # ran alone without bringing the broker down
+        while True:
+            suspects = [i for i, r in enumerate(results) if went_down(r) and i not in pinned]
+            if not suspects:
+                return results
+            if not self._restart(run):
+                why = "it could not be restarted to find which"
+                return unattributed(results, suspects, why, traffic)
+            found = triage(results, suspects, runner, lambda: self._restart(run), until)
+            results = found.results
+            pinned.update(found.pinned)
+            alone.update(i for i in suspects if i not in found.rest and i not in found.pinned)
+            if found.gone:
+                return results
+            if found.pinned or found.rest:  # the others run again, together
+                if time.monotonic() > until:  # no time left to find which: the traffic of
+                    # them all, sent once more to see that it still brings the broker down
+                    rest = [i for i in found.rest if went_down(results[i])]
+                    again = self._crashes(run)(list(traffic))
+                    how = "brings it down" if again else "did not bring it down again when sent"
+                    why = f"there was no time left to find which; their traffic, kept, {how}"
+                    return unattributed(results, rest, why, traffic)
+                again = runner().run([results[i].case for i in found.rest])
+                traffic = tuple(runner().traffic)
+                for i, result in zip(found.rest, again, strict=True):
+                    results[i] = result
+                continue
+            # every suspect ran alone and none brought the broker down: it takes several
+            budget = self.config.minimize_budget
+            return side_by_side(results, suspects, traffic, self._crashes(run), budget)
 
     def _crashes(self, run: TargetRun) -> Callable[[list[Sent]], bool | None]:
         """Whether traffic brings ``run``'s broker down (it is restarted if so; None if it
@@ -433,7 +461,7 @@ class Campaign:
         frame_max = run.runner.frame_max if run.runner else 0
         return write_case(
             directory, result, target=run.target, seed=seed, protocol=protocol,
-            frame_max=frame_max, record_id=record_id,
+            frame_max=frame_max, record_id=record_id, prefix=run.runner.prefix if run.runner else "",
         )  # fmt: skip
 
     def _compare(self, cases: list[Case], outcomes: dict[str, list[Result]]) -> list[Judged]:
@@ -488,6 +516,7 @@ class Campaign:
                     protocol=self.config.protocol,
                     frame_max=run.runner.frame_max,
                     record_id=path.stem.removeprefix("repro-"),
+                    prefix=run.runner.prefix,
                 )
                 self.emit(FailureShrunk(run.label, signature, repr(smallest.case), str(path)))
 

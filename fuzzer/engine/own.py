@@ -87,7 +87,7 @@ class OwnConnections:
     grace: float
     settling: Settling
     _take_spare: Callable[[], Connection | Outcome]
-    _outcome: Callable[[Case, list[Any], Any, Connection, int], Outcome]
+    _outcome: Callable[[Case, list[Any], Any, Connection, int, float], Outcome]
     _note: Callable[[Case, list[Any]], None]
     _judged: Callable[..., Result]
     _log: Callable[[Connection, bool, int | None, bytes], None]
@@ -196,7 +196,7 @@ class OwnConnections:
                 end = connection.ended
             elif control + 1 in connection.closed_channels:  # the case's closed channel
                 end = connection.closed_channels[control + 1]
-        outcome = self._outcome(case, frames, end, connection, control)
+        outcome = self._outcome(case, frames, end, connection, control, flight.deadline)
         self._note(case, frames)
         connection.abort()
         duration = time.monotonic() - flight.started

@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from hypothesis import HealthCheck, Phase, settings
+from hypothesis import HealthCheck, Phase, Verbosity, settings
 from hypothesis import seed as hypothesis_seed
 from hypothesis.errors import Flaky, FlakyFailure
 
@@ -46,8 +46,8 @@ class ProgramSettings:
     seed: int = 0
     protocol: str = DEFAULT_PROTOCOL
     timeout: float = 5.0
-    round_size: int = 20  # programs per Hypothesis run
-    steps: int = 25  # steps per program at most
+    round_size: int = 10  # programs per Hypothesis run
+    steps: int = 200  # steps per program at most
     shrink_budget: float = 20.0  # seconds of shrinking a round's failure
 
 
@@ -85,7 +85,10 @@ def run_programs(
     while time.monotonic() < deadline and (left is None or left > 0):
         for target in targets:
             begun = time.monotonic()
-            steps, count, broken = _round(target, config, f"{prefix}s-", config.seed + rounds)
+            known = totals[id(target)].signatures
+            steps, count, broken = _round(
+                target, config, f"{prefix}s-", config.seed + rounds, deadline, hung(known)
+            )
             _judge(target, config, steps, count, broken, time.monotonic() - begun,
                    out, emit, totals[id(target)])  # fmt: skip
             if left is not None:
@@ -117,6 +120,20 @@ def run_programs(
     return summaries
 
 
+def hung(known: dict[str, int]) -> frozenset[str]:
+    """The kinds of step that hung before on this target: later rounds spend their time
+    elsewhere (a program that waits out its timeout at every turn finds nothing new)."""
+    return frozenset(
+        signature.split(":", 2)[2]
+        for signature in known
+        if signature.startswith(signatures.program("timely answer", ""))
+    )
+
+
+class RoundOver(BaseException):
+    """The run's budget is spent while a round's programs all hold: the round ends early."""
+
+
 class ShrinkOver(BaseException):
     """The round's shrinking budget is spent: leaves Hypothesis at once (it is not an
     Exception to shrink); the smallest failing program so far stands."""
@@ -127,14 +144,19 @@ class _Round:
     """The programs of one round as Hypothesis makes them, and the smallest that failed."""
 
     budget: float
+    deadline: float = float("inf")  # the run's: a round without a failure ends there
     programs: list[ProgramRun] = field(default_factory=list)
     smallest: ProgramRun | None = None
     stop_at: float | None = None  # the first failure starts the shrinking's clock
+    over: bool = False  # the round was ended by the run's budget
 
     def add(self, program: ProgramRun) -> None:
         self.settle()
         if self.stop_at is not None and time.monotonic() > self.stop_at:
             raise ShrinkOver
+        if self.stop_at is None and self.programs and time.monotonic() > self.deadline:
+            self.over = True
+            raise RoundOver
         self.programs.append(program)
 
     def settle(self) -> None:
@@ -148,51 +170,66 @@ class _Round:
 
 
 def _round(
-    target: TargetState, config: ProgramSettings, prefix: str, seed: int
+    target: TargetState,
+    config: ProgramSettings,
+    prefix: str,
+    seed: int,
+    deadline: float = float("inf"),
+    avoid: frozenset[str] = frozenset(),
 ) -> tuple[list[ProgramStep], int, Broken | None]:
     """One Hypothesis run of programs: the smallest failing program's steps (Hypothesis
     replays it last; if shrinking runs out of time, the shortest failing one so far), how many
-    programs ran, and the invariant broken, if any."""
-    done = _Round(config.shrink_budget)
-    machine = target.driver.machine(target.target, prefix, done.add, config.timeout)
-    case = machine.TestCase
-    case.settings = settings(
-        max_examples=config.round_size,
-        stateful_step_count=config.steps,
-        deadline=None,
-        database=None,
-        phases=[Phase.generate, Phase.shrink],
-        suppress_health_check=list(HealthCheck),
-    )
-    test = hypothesis_seed(seed)(case)("runTest")
-    broken = None
-    programs = done.programs
-    steps: list[ProgramStep] = []
-    try:
-        test.runTest()
-    except Broken as exc:
-        broken = exc
-    except ShrinkOver:
-        assert done.smallest is not None and done.smallest.broken is not None
-        broken, steps = done.smallest.broken, list(done.smallest.trace)
-    except FlakyFailure as group:
-        # the broker broke an invariant, but not every time the program ran: still a failure
-        found = [e for e in group.exceptions if isinstance(e, Broken)]
-        if not found:
-            raise
-        broken = Broken(found[0].invariant, found[0].step, found[0].message + " (not every time)")
-    except Flaky:
-        # a broker whose answers change from run to run (one that hangs now and then) makes
-        # the same choices lead elsewhere: the shortest failing program so far stands
-        done.settle()
-        if done.smallest is None or done.smallest.broken is None:
-            raise
-        first = done.smallest.broken
-        broken = Broken(first.invariant, first.step, first.message + " (not every time)")
-        steps = list(done.smallest.trace)
-    finally:
-        for program in programs:
-            program.close()
+    programs ran, and the invariant broken, if any. No step named in ``avoid`` is taken."""
+    done = _Round(config.shrink_budget, deadline)
+    with target.driver.machine(
+        target.target, prefix, done.add, config.timeout, avoid=avoid
+    ) as machine:
+        case = machine.TestCase
+        case.settings = settings(
+            max_examples=config.round_size,
+            stateful_step_count=config.steps,
+            deadline=None,
+            database=None,
+            phases=[Phase.generate, Phase.shrink],
+            suppress_health_check=list(HealthCheck),
+            verbosity=Verbosity.quiet,  # the run reports what it found, its own way
+            print_blob=False,
+        )
+        test = hypothesis_seed(seed)(case)("runTest")
+        broken = None
+        programs = done.programs
+        steps: list[ProgramStep] = []
+        try:
+            test.runTest()
+        except Broken as exc:
+            broken = exc
+        except RoundOver:
+            pass  # every program so far held; the budget is spent
+        except ShrinkOver:
+            assert done.smallest is not None and done.smallest.broken is not None
+            broken, steps = done.smallest.broken, list(done.smallest.trace)
+        except FlakyFailure as group:
+            # the broker broke an invariant, but not every time the program ran: still a failure
+            found = [e for e in group.exceptions if isinstance(e, Broken)]
+            if not found:
+                raise
+            broken = Broken(
+                found[0].invariant, found[0].step, found[0].message + " (not every time)"
+            )
+        except Flaky:
+            # a broker whose answers change from run to run (one that hangs now and then) makes
+            # the same choices lead elsewhere: the shortest failing program so far stands
+            done.settle()
+            if done.smallest is None or done.smallest.broken is None:
+                if done.over:  # Hypothesis took the round's end for a test that changed
+                    return [], len(programs), None
+                raise
+            first = done.smallest.broken
+            broken = Broken(first.invariant, first.step, first.message + " (not every time)")
+            steps = list(done.smallest.trace)
+        finally:
+            for program in programs:
+                program.close()
     if broken is not None and not steps and programs:
         steps = list(programs[-1].trace)
     return steps, len(programs), broken

@@ -26,7 +26,7 @@ from . import signatures
 from .runner import Result, Runner
 from .traffic import as_data, from_data, send, survives
 
-__all__ = ["RecordedStep", "Replay", "replay", "write_case", "write_program", "write_traffic"]
+__all__ = ["Replay", "replay", "write_case", "write_program", "write_traffic"]
 
 
 def write_case(
@@ -38,8 +38,10 @@ def write_case(
     protocol: str,
     frame_max: int,
     record_id: str,
+    prefix: str = "",
 ) -> Path:
-    """Write the reproducer of a failed case as ``repro-<record_id>.json``."""
+    """Write the reproducer of a failed case as ``repro-<record_id>.json`` (``prefix``: the
+    run's, which its names start with)."""
     case, failure = result.case, result.failure
     assert failure is not None
     channel = driver_for(protocol).own_channel(case)
@@ -50,6 +52,7 @@ def write_case(
         "protocol": protocol,
         "frame_max": frame_max,
         "seed": seed,
+        "prefix": prefix,
         "spec_ref": case.spec_ref,
         "mutation": case.operator,
         "level": case.level,
@@ -155,20 +158,24 @@ def _replay_case(data: dict[str, Any], target: Target, signature: str, timeout: 
         reaction = Reaction.from_dict(data["expected"], driver.code)
     except (KeyError, TypeError) as exc:
         raise ReproducerError(f"the reproducer's expected reaction is unreadable: {exc}") from None
-    step = RecordedStep(bytes.fromhex(data["bytes_hex"]))
+    steps, frames = driver.recorded(bytes.fromhex(data["bytes_hex"]))
     case = Case(
-        (step,),
+        steps,
         reaction,
         str(data["spec_ref"]),
         data.get("mutation"),
         str(data["channel"]),
         level=data.get("level") or _level(data),
+        frames=frames if data.get("mutation") is None else (),
     )
-    runner = Runner(target, protocol=protocol, timeout=timeout, in_flight=1)
+    # the run's prefix: what the bytes declare with it is deleted again afterwards
+    prefix = str(data.get("prefix", ""))
+    runner = Runner(target, protocol=protocol, timeout=timeout, in_flight=1, prefix=prefix)
     try:
         result = runner.run_alone(case)
     finally:
         runner.close()
+        runner.cleanup()
     now = result.failure.signature if result.failure is not None else None
     return Replay(signature, now, str(reaction), str(result.outcome))
 
@@ -204,17 +211,3 @@ def _replay_traffic(data: dict[str, Any], target: Target, signature: str, timeou
     down = not survives(driver, target, timeout, None)
     observed = "the broker stopped accepting connections" if down else "the broker is still up"
     return Replay(signature, signature if down else None, "the broker stays up", observed)
-
-
-@dataclass(frozen=True, slots=True)
-class RecordedStep:
-    """A reproducer's bytes, sent as they were recorded (already rendered on their channel)."""
-
-    data: bytes
-
-    def render(self, channel: int) -> bytes:
-        return self.data
-
-    @property
-    def label(self) -> str:
-        return "the recorded bytes"

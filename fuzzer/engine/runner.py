@@ -221,16 +221,19 @@ class Runner(OwnConnections):
 
     def _checked(self, results: list[Result]) -> list[Result]:
         """Liveness after a batch that went wrong anywhere: a new connection must still be
-        accepted. When it is not, the cases that did not get the reaction they required (and,
-        when the broker's process is known to have died, were sent before it did) are the
-        suspects of having brought the broker down (one did, or several together; if every case
-        got its reaction, every case is a suspect): each carries the liveness failure."""
+        accepted. When it is not, the suspects of having brought the broker down (one did, or
+        several together) are the cases whose connection it dropped (else those that did not
+        get the reaction they required; else all), and of them, when the broker's process is
+        known to have died, those sent before it did: each carries the liveness failure."""
         crashed = bool(self.broker is not None and self.broker.crashed)
         calm = all(r.failure is None or r.outcome.kind == "channel-close" for r in results)
         if (calm and not crashed) or self.alive():
             return results
         crashed = bool(self.broker is not None and self.broker.crashed)
-        suspects = [r.failure is not None for r in results]
+        # a case whose connection the broker dropped, before all others (a broker that dies
+        # drops its sockets); one it answered with a close, or hung on, less likely did it
+        cut = [r.outcome.kind in ("socket-close", "broker-down", "bad-frame") for r in results]
+        suspects = cut if any(cut) else [r.failure is not None for r in results]
         died = getattr(self.broker, "crashed_at", None)
         if died is not None:  # a case sent after the broker died did not kill it
             before = [s and r.sent_at <= died for s, r in zip(suspects, results, strict=True)]
@@ -336,7 +339,8 @@ class Runner(OwnConnections):
         results = {}
         unknown = []
         replies = self.driver.probe_replies
-        deadline = time.monotonic() + self.timeout  # one for all: a hang costs one timeout
+        # one for all the cases sent together (every lane's): a hang costs one timeout
+        deadline = (placed[0][4] if placed else time.monotonic()) + self.timeout
         hung = False
         for i, case, channel, data, started in placed:
             if hung:  # behind the case that hung the connection: not known what it does
@@ -352,7 +356,7 @@ class Runner(OwnConnections):
             if isinstance(end, Outcome) and end.kind == "timeout":
                 hung = True  # the first unanswered: the broker stopped answering with it
                 end = Outcome("timeout", text=f"no {' or '.join(replies)} in {self.timeout:g} s")
-            outcome = self._outcome(case, frames, end, connection, channel)
+            outcome = self._outcome(case, frames, end, connection, channel, deadline)
             if outcome.kind == "reply":
                 self._release(lane, case, channel)
             results[i] = self._judged(case, outcome, channel, time.monotonic() - started, data)
@@ -379,17 +383,24 @@ class Runner(OwnConnections):
         end: Any,
         connection: Connection,
         channel: int,
+        until: float,
     ) -> Outcome:
         """What the broker did: a close, or (the probe answered) a reply once the case's
         synchronous requests have their responses. A response may come after the probe's
         (RabbitMQ's queue process sends basic.consume-ok, its channel sends qos-ok), so the
-        ones missing are awaited too, within the timeout."""
+        ones missing are awaited too, ``until`` a deadline (shared by the cases sent together:
+        a response that never comes costs one timeout, not one per case)."""
         missing = self.driver.missing_responses(case, frames)
         while missing and not isinstance(end, Outcome):
-            more, found = connection.collect(channel, missing, self.timeout)
+            left = max(0.0, until - time.monotonic())
+            more, found = connection.collect(channel, missing, left)
             frames = [*frames, *more, *([] if isinstance(found, Outcome) else [found])]
             if isinstance(found, Outcome):
                 end = found
+                if found.kind == "timeout":
+                    end = Outcome(
+                        "timeout", text=f"no {' or '.join(missing)} in {self.timeout:g} s"
+                    )
             missing = self.driver.missing_responses(case, frames)
         if isinstance(end, Outcome):
             if (

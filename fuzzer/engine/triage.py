@@ -12,6 +12,7 @@ possible) keeps all the traffic in flight as its reproducer.
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
@@ -32,6 +33,7 @@ def went_down(result: Result) -> bool:
 class Triaged:
     results: list[Result]
     pinned: list[int]  # the suspects that bring the broker down alone, each twice
+    rest: list[int]  # suspects not run alone (one was pinned first, or time ran out)
     gone: bool  # the broker would not come back during triage
 
 
@@ -40,37 +42,39 @@ def triage(
     suspects: list[int],
     runner: Callable[[], Runner],
     restart: Callable[[], bool],
+    until: float = math.inf,
 ) -> Triaged:
-    """Run each suspect alone, the last sent first (a broker dies soon after the frame that
-    kills it). One that brings the broker down by itself, and does it again on the restarted
-    broker, keeps its failure (a crash that does not happen again is not pinned on it); the
-    others get the verdict of their own run. Cases that were never sent (the broker was
-    already down) run after them. ``runner`` gives the current runner (a restart makes a new
-    one); ``restart`` restarts the broker (False: it will not come back)."""
+    """Run suspects alone, the last sent first (a broker dies soon after the frame that kills
+    it), until one brings the broker down by itself and does it again on the restarted broker
+    (a crash that does not happen again is not pinned on it), or time (``until``) runs out.
+    Those run alone get the verdict of their own run; the others are :attr:`Triaged.rest`.
+    ``runner`` gives the current runner (a restart makes a new one); ``restart`` restarts the
+    broker (False: it will not come back)."""
     triaged = list(results)
     unsent = [i for i in suspects if results[i].sent_at == math.inf]  # no connection was had
     order = sorted(
         (i for i in suspects if i not in unsent), key=lambda i: results[i].sent_at, reverse=True
     )
-    pinned: list[int] = []
-    for done, index in enumerate(order + unsent):
+    for done, index in enumerate(order):
+        if time.monotonic() > until:
+            return Triaged(triaged, [], order[done:] + unsent, gone=False)
         case = results[index].case
         triaged[index] = solo = runner().run_alone(case)
         if not went_down(solo):
             continue
-        if restart():
-            again = runner().run_alone(case)
-            if went_down(again):  # it does it again: the crash is this case's
-                pinned.append(index)
-                if restart():
-                    continue
-            else:
-                triaged[index] = again
-                continue
-        rest = (order + unsent)[done + 1 :]
-        why = "it went down for good before they ran alone"
-        return Triaged(unattributed(triaged, rest, why), pinned, gone=True)
-    return Triaged(triaged, pinned, gone=False)
+        rest = order[done + 1 :] + unsent
+        if not restart():
+            why = "it went down for good before they ran alone"
+            return Triaged(unattributed(triaged, rest, why), [], [], gone=True)
+        again = runner().run_alone(case)
+        if not went_down(again):  # not every time: not this case's alone
+            triaged[index] = again
+            continue
+        if not restart():
+            why = "it went down for good before they ran alone"
+            return Triaged(unattributed(triaged, rest, why), [index], [], gone=True)
+        return Triaged(triaged, [index], rest, gone=False)
+    return Triaged(triaged, [], unsent, gone=False)
 
 
 def crash_signature(results: Sequence[Result], cases: Sequence[int]) -> str:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Iterable, Mapping
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
@@ -300,6 +301,12 @@ class Driver(abc.ABC):
     def missing_responses(self, case: Case, frames: list[Any]) -> tuple[str, ...]:
         """The replies still due to a valid case's synchronous requests, given ``frames``."""
 
+    @abc.abstractmethod
+    def recorded(self, data: bytes) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
+        """A reproducer's bytes (as sent, on their channel) as the case's steps again, which
+        render to the same bytes and tell what they declare, and the frames they make when
+        they are valid (whose responses are due), else none."""
+
     # -- what a case created -----------------------------------------------------------------
 
     @abc.abstractmethod
@@ -338,11 +345,18 @@ class Driver(abc.ABC):
         raise UnsupportedProtocol(f"no scenario player for AMQP {self.protocol}")
 
     def machine(
-        self, target: Target, prefix: str, on_program: Any, timeout: float = 10.0
-    ) -> type[RuleBasedStateMachine]:
-        """The stateful program's state machine, bound to ``target``; ``on_program`` is
-        called with each program (a :class:`ProgramRun`) as Hypothesis makes it; a step waits
-        ``timeout`` seconds at most for the broker."""
+        self,
+        target: Target,
+        prefix: str,
+        on_program: Any,
+        timeout: float = 10.0,
+        avoid: frozenset[str] = frozenset(),
+    ) -> AbstractContextManager[type[RuleBasedStateMachine]]:
+        """The stateful program's state machine, bound to ``target``, for the length of a
+        ``with`` block (its programs may share connections until the block ends);
+        ``on_program`` is called with each program (a :class:`ProgramRun`) as Hypothesis makes
+        it; a step waits ``timeout`` seconds at most for the broker; no step whose kind is
+        named in ``avoid`` is taken."""
         raise UnsupportedProtocol(f"no stateful programs for AMQP {self.protocol}")
 
     def replay_program(

@@ -89,7 +89,7 @@ def test_a_stateful_run_reaches_an_amqps_target(tmp_path: Path) -> None:
     records = records_in(tmp_path)
     assert records and {r["kind"] for r in records} == {"stateful"}
     assert all(r["verdict"] == "pass" for r in records)
-    assert sum(int(r["programs"]) for r in records) >= 20  # type: ignore[call-overload]
+    assert sum(int(r["programs"]) for r in records) >= 3  # type: ignore[call-overload]
     assert {r["target"]["url"] for r in records} == {  # type: ignore[index]
         broker.tls_url.replace("guest:guest", "guest")
     }

@@ -355,9 +355,10 @@ class Connection:
             if self.ended is not None:
                 return seen, self.ended
             left = deadline - time.monotonic()
-            if left <= 0:
+            if left <= 0 and not self.pump(0):  # what already arrived still counts
                 return seen, Outcome("timeout", text=f"no {' or '.join(names)} in {timeout:g} s")
-            self.pump(left)
+            if left > 0:
+                self.pump(left)
 
     def wait(self, channel: int, names: tuple[str, ...], timeout: float) -> MethodFrame | Outcome:
         """The next method named ``names`` on ``channel``, or the Outcome that came instead.

@@ -9,9 +9,12 @@ declares (read from the bytes it sends) and the queues the broker names for it.
 from __future__ import annotations
 
 import functools
+import struct
 from collections.abc import Iterable, Iterator
+from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from amqpfuzz.spec import RemoteProtocolError
 from amqpfuzz.spec.amqp091 import Constant
 from amqpfuzz.spec.amqp091.codec import Frame, MethodFrame, codec_for
 from amqpfuzz.strategies import Case
@@ -39,6 +42,8 @@ if TYPE_CHECKING:
     from ..base import Broken, Played, ProgramStep
 
 __all__ = ["Amqp091Driver"]
+
+_FRAME_HEADER = struct.Struct(">BHI")
 
 
 def _text(value: object) -> str:
@@ -169,6 +174,30 @@ class Amqp091Driver(Driver):
                     return wanted
         return ()
 
+    def recorded(self, data: bytes) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
+        """Whole frames become frames again (a protocol header, or what does not end as a
+        frame, stays as it is)."""
+        steps: list[WireFrame] = []
+        at = 0
+        while at < len(data):
+            if data.startswith(b"AMQP", at):
+                steps.append(WireFrame(0, 0, b"", verbatim=data[at : at + 8]))
+                at += 8
+                continue
+            whole = at + 7 <= len(data)
+            kind, channel, size = _FRAME_HEADER.unpack_from(data, at) if whole else (0, 0, -1)
+            end = at + 7 + size
+            if size < 0 or end >= len(data) or data[end] != self.codec.frame_end:
+                steps.append(WireFrame(0, 0, b"", verbatim=data[at:]))
+                break
+            steps.append(WireFrame(kind, channel, data[at + 7 : end]))
+            at = end + 1
+        try:
+            frames = tuple(self.codec.reader().feed(data))
+        except RemoteProtocolError:  # a malformed case: it is owed no responses
+            frames = ()
+        return tuple(steps), frames
+
     # -- what a case created -----------------------------------------------------------------
 
     def created(self, case: Case, replies: list[Any], prefix: str) -> Iterable[tuple[str, Name]]:
@@ -243,11 +272,16 @@ class Amqp091Driver(Driver):
         return Player(scenario, target, prefix=prefix, timeout=timeout, broker=broker).play()
 
     def machine(
-        self, target: Target, prefix: str, on_program: Any, timeout: float = 10.0
-    ) -> type[RuleBasedStateMachine]:
+        self,
+        target: Target,
+        prefix: str,
+        on_program: Any,
+        timeout: float = 10.0,
+        avoid: frozenset[str] = frozenset(),
+    ) -> AbstractContextManager[type[RuleBasedStateMachine]]:
         from .programs import machine_for
 
-        return machine_for(target, prefix, on_program, timeout)
+        return machine_for(target, prefix, on_program, timeout, avoid)
 
     def replay_program(
         self, steps: list[ProgramStep], target: Target, prefix: str, timeout: float = 10.0

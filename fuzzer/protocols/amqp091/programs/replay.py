@@ -2,13 +2,26 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from typing import Any
 
 from ....brokers import Target
 from ...base import Broken, ProgramStep
 from .model import Program
 
 __all__ = ["replay_program"]
+
+# the steps that act on one queue, and the arguments each takes besides it
+ON_QUEUE: dict[str, tuple[str, ...]] = {
+    "publish": ("body",),
+    "publish_many": ("count",),
+    "count": (),
+    "get": (),
+    "purge": (),
+    "consume": (),
+    "share": ("consumers", "prefetch", "ack_every"),
+    "abandon": ("prefetch", "acked"),
+    "exclusive": (),
+}
 
 
 def replay_program(
@@ -18,35 +31,28 @@ def replay_program(
     now, if any. Its queues are named under ``prefix``, numbered as they were."""
     program = Program(target, prefix, timeout=timeout)
     program.open()
-    names: list[str] = []
     try:
         for step in steps:
             kind = step["step"]
             if kind == "declare":
-                names.append(program.declare(step.get("exclusive", False)))
-            elif kind in ("publish", "count", "get", "purge", "consume", "exclusive"):
+                program.declare(step.get("exclusive", False))
+            elif kind in ON_QUEUE:
                 queue = _replayed_name(step["queue"], program)
-                method: Callable[[str], None] = {  # type: ignore[assignment]
-                    "publish": program.publish,
-                    "count": program.count,
-                    "get": program.get,
-                    "purge": program.purge,
-                    "consume": program.consume_all,
-                    "exclusive": program.exclusive_refused,
-                }[kind]
+                args: list[Any] = [step[name] for name in ON_QUEUE[kind]]
                 if kind == "publish":
-                    program.publish(queue, bytes.fromhex(step["body"]))
-                else:
-                    method(queue)
+                    args = [bytes.fromhex(step["body"])]
+                method = "consume_all" if kind == "consume" else kind
+                method = "exclusive_refused" if kind == "exclusive" else method
+                getattr(program, method)(queue, *args)
             elif kind == "settle":
                 program.settle(step["how"], step.get("requeue", False))
             elif kind == "tx":
                 program.tx(step["action"])
             elif kind == "confirms":
-                program.confirms(
-                    _replayed_name(step["queue"], program),
-                    [bytes.fromhex(b) for b in step["bodies"]],
-                )
+                sent = step.get("count")
+                if sent is None:
+                    sent = [bytes.fromhex(b) for b in step["bodies"]]
+                program.confirms(_replayed_name(step["queue"], program), sent)
     except Broken as exc:
         return exc
     finally:

@@ -1,0 +1,96 @@
+"""Distinct failure signatures found over time by a default campaign on a throwaway GarageMQ.
+
+``amqpfuzz run --broker garagemq --profile none`` with every other setting at its default, as a
+user runs it (GarageMQ crashes on several inputs: the campaign restarts it for the whole
+budget), for 120 s; its records tell when each distinct failure signature was first found. One
+JSON line per point (10, 30, 60 and 120 s of fuzzing, counted from the first record): distinct
+signatures so far, of them crashes (liveness), and the cases judged so far. A change that finds
+less shows as a lower curve (``$AMQPFUZZ`` may name another tree's command, for the curve
+before a change). ``--seed`` picks the campaign's seed (the curve is the median of
+``--rounds`` runs with seeds from it); ``--quick`` is a smoke test of 12 s.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import shlex
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+from roundtrip import options
+
+from amqpfuzz.fuzzer.records import read_records
+
+# the command under test: this tree's, unless $AMQPFUZZ names another (an older tree's, to
+# draw the curve before a change beside the curve after it)
+AMQPFUZZ = shlex.split(
+    os.environ.get("AMQPFUZZ")
+    or shutil.which("amqpfuzz", path=str(Path(sys.executable).parent))
+    or "amqpfuzz"
+)
+POINTS = (10, 30, 60, 120)
+
+
+def curve(seed: int, seconds: float, points: Sequence[float]) -> list[dict[str, float]]:
+    """One campaign's figures at each point."""
+    with tempfile.TemporaryDirectory(prefix="amqpfuzz-findings-") as out:
+        done = subprocess.run(
+            [*AMQPFUZZ, "run", "--broker", "garagemq", "--profile", "none",
+             "--duration", f"{seconds:g}", "--seed", str(seed), "--out", out],
+            capture_output=True, text=True, timeout=seconds + 300, check=False,
+            env={**os.environ, "COLUMNS": "200"},
+        )  # fmt: skip
+        if done.returncode not in (0, 1):
+            raise SystemExit(f"findings: the campaign failed ({done.returncode}): {done.stderr}")
+        records = [
+            r for path in sorted(Path(out).glob("records-*.jsonl")) for r in read_records(path)
+        ]
+    if not records:
+        raise SystemExit("findings: the campaign wrote no records")
+    times = [dt.datetime.fromisoformat(str(r["ts"])) for r in records]
+    start = min(times)
+    first: dict[str, float] = {}
+    for record, at in sorted(zip(records, times, strict=True), key=lambda pair: pair[1]):
+        failure = record.get("failure")
+        if record.get("verdict") == "fail" and isinstance(failure, dict):
+            first.setdefault(str(failure["signature"]), (at - start).total_seconds())
+    elapsed = [(at - start).total_seconds() for at in times]
+    return [
+        {
+            "at_s": point,
+            "signatures": sum(1 for t in first.values() if t <= point),
+            "crashes": sum(1 for s, t in first.items() if t <= point and s.startswith("liveness:")),
+            "cases": sum(1 for t in elapsed if t <= point),
+        }
+        for point in points
+    ]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = options(__doc__ or "", argv)
+    seed = args.seed
+    points = (5.0, 10.0) if args.quick else POINTS
+    rounds = 1 if args.quick else max(1, args.rounds)
+    runs = [curve(seed + n, max(points) + 1, points) for n in range(rounds)]
+    for index, point in enumerate(points):
+        line: dict[str, object] = {
+            "bench": "findings",
+            "broker": "garagemq",
+            "profile": "none",
+            "at_s": point,
+        }
+        for figure in ("signatures", "crashes", "cases"):
+            line[figure] = statistics.median(run[index][figure] for run in runs)
+        print(json.dumps(line), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
