@@ -322,8 +322,8 @@ class Campaign:
                 if time.monotonic() > until:  # no time left to find which: the traffic of
                     # them all, sent once more to see that it still brings the broker down
                     rest = [i for i in found.rest if went_down(results[i])]
-                    again = self._crashes(run)(list(traffic))
-                    how = "brings it down" if again else "did not bring it down again when sent"
+                    crashed = self._crashes(run)(list(traffic))
+                    how = "brings it down" if crashed else "did not bring it down again when sent"
                     why = f"there was no time left to find which; their traffic, kept, {how}"
                     return unattributed(results, rest, why, traffic)
                 again = runner().run([results[i].case for i in found.rest])
