@@ -1,10 +1,12 @@
 """Distinct failure signatures found over time by a default campaign on a throwaway GarageMQ.
 
 ``amqpfuzz run --broker garagemq --profile none`` with every other setting at its default, as a
-user runs it (GarageMQ crashes on several inputs: the campaign restarts it for the whole
+user runs it (but ``--no-shrink``: shrinking comes after the budget and changes nothing here;
+GarageMQ crashes on several inputs: the campaign restarts it for the whole
 budget), for 120 s; its records tell when each distinct failure signature was first found. One
 JSON line per point (10, 30, 60 and 120 s of fuzzing, counted from the first record): distinct
-signatures so far, of them crashes (liveness), and the cases judged so far. A change that finds
+signatures so far, of them crashes (liveness, counted when first found), and the records
+written so far. A change that finds
 less shows as a lower curve (``$AMQPFUZZ`` may name another tree's command, for the curve
 before a change). ``--seed`` picks the campaign's seed (the curve is the median of
 ``--rounds`` runs with seeds from it); ``--quick`` is a smoke test of 12 s.
@@ -43,7 +45,7 @@ def curve(seed: int, seconds: float, points: Sequence[float]) -> list[dict[str, 
     with tempfile.TemporaryDirectory(prefix="amqpfuzz-findings-") as out:
         done = subprocess.run(
             [*AMQPFUZZ, "run", "--broker", "garagemq", "--profile", "none",
-             "--duration", f"{seconds:g}", "--seed", str(seed), "--out", out],
+             "--duration", f"{seconds:g}", "--seed", str(seed), "--no-shrink", "--out", out],
             capture_output=True, text=True, timeout=seconds + 300, check=False,
             env={**os.environ, "COLUMNS": "200"},
         )  # fmt: skip
@@ -60,14 +62,16 @@ def curve(seed: int, seconds: float, points: Sequence[float]) -> list[dict[str, 
     for record, at in sorted(zip(records, times, strict=True), key=lambda pair: pair[1]):
         failure = record.get("failure")
         if record.get("verdict") == "fail" and isinstance(failure, dict):
-            first.setdefault(str(failure["signature"]), (at - start).total_seconds())
+            # a crash is recorded once, at the end, with the time it was first found
+            found = record.get("found_s", (at - start).total_seconds())
+            first.setdefault(str(failure["signature"]), float(found))  # type: ignore[arg-type]
     elapsed = [(at - start).total_seconds() for at in times]
     return [
         {
             "at_s": point,
             "signatures": sum(1 for t in first.values() if t <= point),
             "crashes": sum(1 for s, t in first.items() if t <= point and s.startswith("liveness:")),
-            "cases": sum(1 for t in elapsed if t <= point),
+            "records": sum(1 for t in elapsed if t <= point),
         }
         for point in points
     ]
@@ -86,7 +90,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "profile": "none",
             "at_s": point,
         }
-        for figure in ("signatures", "crashes", "cases"):
+        for figure in ("signatures", "crashes", "records"):
             line[figure] = statistics.median(run[index][figure] for run in runs)
         print(json.dumps(line), flush=True)
     return 0

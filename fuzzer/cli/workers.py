@@ -61,10 +61,10 @@ class WorkerDone:
     interrupted: bool = False
 
 
-def _die_with_parent() -> None:
-    """A worker ends when the process that started it ends, SIGKILL included: the kernel is
-    asked to kill it then (Linux), and a thread watches for the parent's end all the same."""
-    parent = os.getppid()
+def _die_with_parent(parent: int) -> None:
+    """A worker ends when the process that started it (``parent``) ends, SIGKILL included: the
+    kernel is asked to kill it then (Linux), and a thread watches for the parent's end all the
+    same. ``parent`` comes from the parent itself: it may have ended before this runs."""
     with contextlib.suppress(OSError, AttributeError):
         libc = ctypes.CDLL(None, use_errno=True)
         libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
@@ -82,9 +82,9 @@ def _die_with_parent() -> None:
 PR_SET_PDEATHSIG = 1
 
 
-def _work(job: WorkerJob, events: Any) -> None:
+def _work(job: WorkerJob, events: Any, parent: int) -> None:
     """One worker: its campaign and programs, its events recorded and sent to the parent."""
-    _die_with_parent()
+    _die_with_parent(parent)
 
     def forward(event: Any) -> None:
         # the parent shows progress and makes the summary: what was judged stays here, in
@@ -143,7 +143,7 @@ def supervise(
     restarts = None if broker is None else Restarts(broker, context, events, len(jobs))
     for job in jobs:
         job.broker = None if restarts is None else restarts.handle(job.index)
-    processes = [context.Process(target=_work, args=(job, events)) for job in jobs]
+    processes = [context.Process(target=_work, args=(job, events, os.getpid())) for job in jobs]
     for process in processes:
         process.start()
     finished: list[RunFinished] = []

@@ -9,7 +9,8 @@ target's profile: a failure it documents is an ``xfail``) and emitted as a
 differently to the same case, a :class:`~.events.DivergenceFound` names each reaction. A
 throwaway broker that goes down is restarted and the crash pinned on its case (:mod:`.triage`).
 When the budget is spent, each new failure signature is shrunk (:mod:`.shrink`) and its
-reproducer rewritten with the smallest case.
+reproducer rewritten with the smallest case, all within a quarter of the budget more (at least
+10 s), so that a run ends close to the time it was given.
 """
 
 from __future__ import annotations
@@ -76,6 +77,7 @@ class CampaignSettings:
     protocol: str = DEFAULT_PROTOCOL
     shrink: bool = True
     shrink_budget: float = 30.0  # seconds per failure signature
+    shrink_total: float | None = None  # seconds for them all (None: a quarter of the budget)
     # times a throwaway broker is restarted after going down (None: for as long as the budget
     # lasts; a broker that will not come back after a few tries ends the campaign)
     restarts: int | None = None
@@ -503,10 +505,20 @@ class Campaign:
     # -- shrinking -------------------------------------------------------------------------
 
     def _shrink_all(self) -> None:
+        """Shrink each new signature's first case, in the order found, within the shrinking's
+        share of the run (the run ends close to its budget; a failure not reached keeps the
+        case as found)."""
+        total = self.config.shrink_total
+        if total is None:
+            total = max(10.0, (self.config.duration or 40.0) / 4)
+        until = time.monotonic() + total
         for signature, (case, path, run) in list(self._first.items()):
             if signature.startswith("liveness:") or run.runner is None or not case.blob:
                 continue  # a broker that went down cannot be asked again and again
-            smallest = shrink(self.cases(), run.runner, case, signature, self.config.shrink_budget)
+            budget = min(self.config.shrink_budget, until - time.monotonic())
+            if budget <= 0:
+                break
+            smallest = shrink(self.cases(), run.runner, case, signature, budget)
             if smallest is not None and smallest.case.blob != case.blob:
                 path = write_case(
                     path.parent,
@@ -528,8 +540,9 @@ class Campaign:
                 run.runner.close()
                 run.runner.cleanup()
                 run.runner = None
-            for event, count in run.crashes.values():
-                self.emit(replace(event, extra={**event.extra, "count": count}))
+            for signature, (event, count) in run.crashes.items():
+                found = round(self.stats.first_seen.get(signature, self.stats.elapsed), 3)
+                self.emit(replace(event, extra={**event.extra, "count": count, "found_s": found}))
             run.crashes.clear()
         self.emit(RunFinished(self.run_id, "fuzz", self.summaries()))
 
