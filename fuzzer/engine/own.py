@@ -156,10 +156,7 @@ class OwnConnections:
         time is up. A flight waiting for a close that has not come sends its probe now."""
         connection = flight.connection
         if not flight.probing:
-            ended = connection.ended is not None
-            if ended or now >= flight.deadline:
-                self.settling.learn(flight.case, closed=ended)
-            if ended:
+            if connection.ended is not None:
                 return True
             if now < flight.deadline:
                 return False
@@ -196,6 +193,9 @@ class OwnConnections:
                 end = connection.ended
             elif control + 1 in connection.closed_channels:  # the case's closed channel
                 end = connection.closed_channels[control + 1]
+        if case.kills_connection:  # learnt from how it ended, not from the settle alone: a
+            # busy broker's close may come after the settle, yet before the probe's answer
+            self.settling.learn(case, closed=connection.ended is not None)
         outcome = self._outcome(case, frames, end, connection, control, flight.deadline)
         self._note(case, frames)
         connection.abort()
