@@ -1,15 +1,14 @@
 """Distinct failure signatures found over time by a default campaign on a throwaway GarageMQ.
 
 ``amqpfuzz run --broker garagemq --profile none`` with every other setting at its default, as a
-user runs it (but ``--no-shrink``: shrinking comes after the budget and changes nothing here;
-GarageMQ crashes on several inputs: the campaign restarts it for the whole
-budget), for 120 s; its records tell when each distinct failure signature was first found. One
-JSON line per point (10, 30, 60 and 120 s of fuzzing, counted from the first record): distinct
-signatures so far, of them crashes (liveness, counted when first found), and the records
-written so far. A change that finds
-less shows as a lower curve (``$AMQPFUZZ`` may name another tree's command, for the curve
-before a change). ``--seed`` picks the campaign's seed (the curve is the median of
-``--rounds`` runs with seeds from it); ``--quick`` is a smoke test of 12 s.
+user runs it, but ``--no-shrink`` (shrinking comes after the budget and changes nothing here),
+for 120 s. GarageMQ crashes on several inputs: the campaign restarts it for the whole budget.
+The records tell when each distinct failure signature was first found. One JSON line per point
+(10, 30, 60 and 120 s of fuzzing, counted from the first record): distinct signatures so far, of
+them crashes (liveness, counted when first found), and the records written so far. A change that
+finds less shows as a lower curve; ``$AMQPFUZZ`` may name another tree's command, for the curve
+before a change. ``--seed`` picks the campaign's seed (the curve is the median of ``--rounds``
+runs with seeds from it); ``--quick`` is a smoke test of 12 s.
 """
 
 from __future__ import annotations

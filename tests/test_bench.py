@@ -45,3 +45,18 @@ def test_strategies_bench_prints_generation_beside_round_trips() -> None:
     }
     for mix in ("valid", "malformed"):
         assert figures[f"{mix}_generation_vs_round_trip"]["target"] == 1.0
+
+
+def test_findings_bench_prints_signatures_over_time() -> None:
+    done = subprocess.run(
+        [sys.executable, str(BENCH / "findings.py"), "--quick"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    lines = [json.loads(line) for line in done.stdout.splitlines()]
+    assert [r["at_s"] for r in lines] == [5.0, 10.0]
+    assert all(r["bench"] == "findings" and r["broker"] == "garagemq" for r in lines)
+    assert lines[-1]["signatures"] >= lines[0]["signatures"] >= 1  # GarageMQ fails at once
+    assert all(r["crashes"] <= r["signatures"] for r in lines)

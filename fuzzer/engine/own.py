@@ -58,6 +58,10 @@ class Settling:
         lenient = self.closed[key] == 0 and self.stayed[key] >= self.enough
         return not lenient or self.asked[key] % self.again == 0
 
+    def closes(self, case: Case) -> bool:
+        """Whether the target has closed the connection for such a case before."""
+        return self.closed[self.key(case)] > 0
+
     def learn(self, case: Case, closed: bool) -> None:
         (self.closed if closed else self.stayed)[self.key(case)] += 1
 
@@ -188,7 +192,10 @@ class OwnConnections:
         if isinstance(end, Outcome) and end.kind == "timeout":
             end = Outcome("timeout", text=f"no {' or '.join(replies)} in {self.timeout:g} s")
         if not isinstance(end, Outcome):  # accepted: a close may still be on its way
-            connection.pump(self.grace)
+            # from a target seen to close for such a case, a while longer (a busy RabbitMQ
+            # finds some hard errors in a channel's own process, after it answered the probe)
+            late = case.kills_connection and self.settling.closes(case)
+            connection.pump(max(self.grace, self.settling.seconds) if late else self.grace)
             if connection.ended is not None:
                 end = connection.ended
             elif control + 1 in connection.closed_channels:  # the case's closed channel
