@@ -126,7 +126,7 @@ def hung(known: dict[str, int]) -> frozenset[str]:
     return frozenset(
         signature.split(":", 2)[2]
         for signature in known
-        if signature.startswith(signatures.program("timely answer", ""))
+        if signature.startswith(signatures.program(Broken.HUNG, ""))
     )
 
 

@@ -185,6 +185,8 @@ class Played:
 class Broken(AssertionError):
     """An invariant a stateful program found broken: which one, in which step, and how."""
 
+    HUNG: ClassVar[str] = "timely answer"  # the invariant of a step the broker never answered
+
     def __init__(self, invariant: str, step: str, message: str) -> None:
         super().__init__(f"{invariant} in {step}: {message}")
         self.invariant = invariant

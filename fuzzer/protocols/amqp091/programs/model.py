@@ -33,7 +33,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 import pika.exceptions
 
@@ -73,7 +73,7 @@ def guarded(method: Step) -> Step:
             name = self.trace[-1]["step"] if self.trace else method.__name__
             if cut.is_set():
                 message = f"no answer within {self.timeout:g} s"
-                self.broken = Broken("timely answer", name, message)
+                self.broken = Broken(Broken.HUNG, name, message)
             else:
                 self.broken = Broken("no unexpected error", name, f"{type(exc).__name__}: {exc}")
             raise self.broken from None
@@ -126,7 +126,6 @@ class Program:
     trace: list[dict[str, Any]] = field(default_factory=list)
     counter: int = 0  # queues declared
     published: int = 0  # messages published (their sequence numbers)
-    deliveries: int = 0  # deliveries judged
     timeout: float = 10.0  # seconds a step may wait for the broker
     guarding: bool = False
     broken: Broken | None = None  # the invariant this program found broken, if any
@@ -170,7 +169,7 @@ class Program:
                     channel.close()
         except (pika.exceptions.AMQPError, OSError):
             keep = False  # this connection went wrong: it is not handed on
-            if self.broken is None or self.broken.invariant != "timely answer":
+            if self.broken is None or self.broken.invariant != Broken.HUNG:
                 with (
                     contextlib.suppress(pika.exceptions.AMQPError, OSError),
                     contextlib.closing(clients.open()) as fresh,
@@ -193,8 +192,11 @@ class Program:
 
     def check(self, invariant: str, ok: bool, message: str) -> None:
         if not ok:
-            step = self.trace[-1]["step"] if self.trace else "start"
-            raise Broken(invariant, step, message)
+            self.fail(invariant, message)
+
+    def fail(self, invariant: str, message: str) -> NoReturn:
+        step = self.trace[-1]["step"] if self.trace else "start"
+        raise Broken(invariant, step, message)
 
     def stored(self, body: bytes) -> Stored:
         self.published += 1
@@ -205,7 +207,6 @@ class Program:
         strict: bool = True,
     ) -> Stored:  # fmt: skip
         """One delivery against the model: every invariant, the moment it arrives."""
-        self.deliveries += 1
         if self.clients is not None and consumer.channel.connection is self.consumer:
             self.clients.deliveries += 1  # over the long-lived consumer connection
         self.check("non-zero delivery tag", tag != 0, "a delivery with tag 0")
@@ -213,8 +214,7 @@ class Program:
         consumer.tags.add(tag)
         found = self.queues[queue].take(body, redelivered, strict)
         if isinstance(found, Problem):
-            self.check(found.invariant, False, found.message)
-            raise AssertionError("unreachable")  # check raised
+            self.fail(found.invariant, found.message)
         if found.redelivered is False:
             self.check(
                 "order",
@@ -379,18 +379,18 @@ class Program:
         deadline = time.monotonic() + 5 + want / 1000
         while received < want and time.monotonic() < deadline:
             self.consumer.process_data_events(time_limit=0.02)
-            received += self.take(queue, team, arrived, ack_every, auto)
+            received += self.receive(queue, team, arrived, ack_every, auto)
         self.consumer.process_data_events(time_limit=0.02)  # anything more is one too many
-        received += self.take(queue, team, arrived, ack_every, auto)
+        received += self.receive(queue, team, arrived, ack_every, auto)
         for index, (consumer, tag) in enumerate(zip(team, tags, strict=True)):
             # an automatically acknowledged consumer's deliveries that came with the cancel
             arrived.extend((index, m, b) for m, _, b in consumer.channel.basic_cancel(tag))
-            received += self.take(queue, team, arrived, ack_every, auto)
+            received += self.receive(queue, team, arrived, ack_every, auto)
             if consumer.channel is not self.con:
                 consumer.channel.close()
         self.check("no message lost", received >= want, f"consumed {received} of {want}")
 
-    def take(
+    def receive(
         self, queue: str, team: list[Consumer], arrived: list[Any], every: int, auto: bool
     ) -> int:
         """Judge the deliveries that arrived; acknowledge as the step says."""
@@ -416,7 +416,8 @@ class Program:
         dies without a close: every delivery it did not acknowledge comes again, redelivered."""
         self.step("abandon", queue=queue, prefetch=prefetch, acked=acked)
         self.settled(queue)
-        doomed = self.clients.open() if self.clients else Clients(self.target).open()
+        assert self.clients is not None  # (open() made them)
+        doomed = self.clients.open()
         self.others.append(doomed)
         channel = doomed.channel()
         channel.basic_qos(prefetch_count=prefetch)
@@ -425,13 +426,16 @@ class Program:
         channel.basic_consume(queue, lambda ch, m, p, b: arrived.append((m, b)))
         ledger = self.queues[queue]
 
+        def receive() -> None:
+            doomed.process_data_events(time_limit=0.02)
+            for method, body in arrived:
+                self.judge(queue, consumer, method.delivery_tag, body, method.redelivered)
+            arrived.clear()
+
         def window(count: int) -> None:
             deadline = time.monotonic() + 5
             while len(consumer.outstanding) < count and time.monotonic() < deadline:
-                doomed.process_data_events(time_limit=0.02)
-                for method, body in arrived:
-                    self.judge(queue, consumer, method.delivery_tag, body, method.redelivered)
-                arrived.clear()
+                receive()
 
         full = min(prefetch, len(ledger))
         window(full)
@@ -441,9 +445,7 @@ class Program:
         del consumer.outstanding[:acked]
         full = len(consumer.outstanding) + min(acked, len(ledger))
         window(full)
-        doomed.process_data_events(time_limit=0.02)  # one more is beyond the window
-        for method, body in arrived:
-            self.judge(queue, consumer, method.delivery_tag, body, method.redelivered)
+        receive()  # one more is beyond the window
         sever(doomed)
         # a window the broker did not fill (it may send less) may be on its way, unseen
         ledger.unsure(full - len(consumer.outstanding))
