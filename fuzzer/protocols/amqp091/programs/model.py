@@ -437,18 +437,19 @@ class Program:
             while len(consumer.outstanding) < count and time.monotonic() < deadline:
                 receive()
 
-        full = min(prefetch, len(ledger))
-        window(full)
+        window(min(prefetch, len(ledger)))
         acked = min(acked, len(consumer.outstanding))
         for tag, _ in consumer.outstanding[:acked]:
             channel.basic_ack(tag)
         del consumer.outstanding[:acked]
-        full = len(consumer.outstanding) + min(acked, len(ledger))
-        window(full)
+        channel.basic_qos(prefetch_count=prefetch)  # a round trip behind the acks: all taken
+        window(len(consumer.outstanding) + min(acked, len(ledger)))
         receive()  # one more is beyond the window
         sever(doomed)
-        # a window the broker did not fill (it may send less) may be on its way, unseen
-        ledger.unsure(full - len(consumer.outstanding))
+        # what the broker sent the dying connection that it never read comes again marked
+        # redelivered, and which those were only the broker knows: every other message of the
+        # queue may come either way; those it held come again redelivered
+        ledger.unsure(len(ledger))
         ledger.requeue([message for _, message in consumer.outstanding])
 
     @guarded
