@@ -512,6 +512,7 @@ class StepChecker:
         self.channel(value, self.connection(value), zero=False)
         self.name(value["queue"], value.line_of("queue"), "queue")
         self.typed(value, "no_ack", bool, "true or false")
+        self.seconds(value, "within")
         expect = value.get("expect", "empty")
         if expect != "empty":
             if not isinstance(expect, Located):

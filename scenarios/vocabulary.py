@@ -127,9 +127,11 @@ STEPS: Mapping[str, StepKind] = {
         StepKind(
             "get",
             "basic.get, answer awaited; `expect: empty` (get-empty) or a mapping of body, "
-            "redelivered, properties, message_count; without `expect` the answer is recorded",
+            "redelivered, properties, message_count; without `expect` the answer is recorded. "
+            "A get expecting a message asks again after get-empty for up to `within` seconds "
+            "(default 1): a publish or a settle on another channel reaches the queue in its time",
             ("connection", "channel", "queue"),
-            ("no_ack", "expect"),
+            ("no_ack", "expect", "within"),
         ),
         StepKind(
             "consume",

@@ -122,10 +122,11 @@ def unattributed(
     results: list[Result], suspects: list[int], why: str, traffic: Sequence[Sent] = ()
 ) -> list[Result]:
     """Cases that were in flight when the broker went down, not run again alone: each keeps
-    the one crash's failure (the campaign records it once), the first of them with all the
-    traffic in flight as its reproducer."""
+    the one crash's failure (the campaign records it once: the first in the batch's order), that
+    first one with all the traffic in flight as its reproducer."""
     if not suspects:
         return results
+    suspects = sorted(suspects)  # triage's order is the order they were sent, last first
     names = ", ".join(sorted({results[i].case.spec_ref for i in suspects}))
     failure = Failure(
         "liveness",

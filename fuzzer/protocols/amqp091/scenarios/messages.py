@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -39,11 +40,17 @@ class MessageSteps(PlayerState):
         mailbox = self.mailbox(step, args["connection"])
         channel = args["channel"]
         arguments = {"queue": args["queue"], "no_ack": bool(args.get("no_ack", True))}
-        self._send(mailbox, [self._method(channel, "basic.get", arguments)])
         want = args.get("expect")
         reply = "basic.get-empty" if want in (None, "empty") else "basic.get-ok"
         expected = observed("reply", reply=reply)
-        message = mailbox.next_reply(channel, self.timeout)
+        until = time.monotonic() + float(args.get("within", 1.0))
+        while True:  # a message expected may be on its way: asked for again until `within`
+            self._send(mailbox, [self._method(channel, "basic.get", arguments)])
+            message = mailbox.next_reply(channel, self.timeout)
+            empty = message is not None and message.name == "basic.get-empty"
+            if not (empty and reply == "basic.get-ok" and time.monotonic() < until):
+                break
+            time.sleep(0.02)
         seen = reaction_of_message(message) if message is not None else self._ended(mailbox)
         if message is None or message.name not in ("basic.get-ok", "basic.get-empty"):
             raise self._fail(step, f"expected {reply}, got {describe(seen)}", expected, seen)
