@@ -1,8 +1,10 @@
 """Hypothesis strategies for AMQP, derived from the specification model.
 
-Every protocol family has a package of its own (:mod:`.amqp091` for 0-8, 0-9 and 0-9-1) with
-the strategies of its wire format; this module gives what every family has, the same way for
-each, and re-exports the 0-9-1 family's own strategies (values, arguments, frames, content).
+Every protocol family has a package of its own (:mod:`.amqp091` for 0-8, 0-9 and 0-9-1,
+:mod:`.amqp10` for 1.0) with the strategies of its wire format; this module gives what every
+family has, the same way for each (``protocol="1.0"``), and re-exports each family's own
+strategies: 0-9-1's values, arguments, frames and content; 1.0's :func:`type_values`,
+:func:`composites`, :func:`messages` and :func:`connection_frames_of`.
 Nothing is written per method: a method or domain added to a specification file gets strategies
 with no code change. Factories check their arguments when called and raise
 :class:`hypothesis.errors.InvalidArgument` with a clear message.
@@ -39,6 +41,7 @@ from .amqp091 import (
     frame_sequences,
     method_frames,
 )
+from .amqp10 import composites, connection_frames_of, messages, type_values
 from .cases import Case, Code, Reaction, Step
 
 __all__ = [
@@ -50,6 +53,8 @@ __all__ = [
     "WireFrame",
     "arguments",
     "case_methods",
+    "composites",
+    "connection_frames_of",
     "content",
     "domain_values",
     "field_arrays",
@@ -58,8 +63,10 @@ __all__ = [
     "fuzz_batches",
     "fuzz_cases",
     "malformed_cases",
+    "messages",
     "method_frames",
     "operators",
+    "type_values",
     "valid_cases",
 ]
 

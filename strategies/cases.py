@@ -119,8 +119,10 @@ class Case:
     ``operator`` is the mutation operator that broke it (None: a valid case); ``level`` is the
     operator's (``frame``, ``sequence``, ``rule``). ``channel`` says what the fuzzer must
     provide before sending: ``open`` (an open channel or session, the case's own), ``fresh``
-    (one opened for this case alone, on which nothing has happened yet), ``closed`` (a number
-    that is not open), or ``none`` (the case uses channel 0 or names its channels itself).
+    (one opened for this case alone, on which nothing has happened yet; 1.0: a channel with no
+    session), ``closed`` (a number that is not open), ``none`` (the case uses channel 0 or
+    names its channels itself), or ``start`` (1.0: a connection of its own, right after the
+    AMQP protocol header; the case sends ``open`` itself, or not).
     """
 
     steps: tuple[Step, ...]

@@ -3,10 +3,10 @@
 Hypothesis spends some twenty microseconds on every choice it makes; a method with five fields
 drawn field by field would cost more than a round trip to a broker. So the strategies make a
 handful of structural choices with Hypothesis (which method, which operator, the body) and draw
-every field value from one ``bytes`` choice, read here by a :class:`Source`. Shrinking still
-works: Hypothesis shortens and zeroes the blob, and a zero byte always reads as the simplest
-value (``0``, ``False``, the empty string, the first alternative), so failing cases shrink
-towards zero arguments.
+every field value from one ``bytes`` choice, read by a :class:`~..source.Source`. Shrinking
+still works: Hypothesis shortens and zeroes the blob, and a zero byte always reads as the
+simplest value (``0``, ``False``, the empty string, the first alternative), so failing cases
+shrink towards zero arguments.
 
 Value generators are compiled once per field from the spec model (its wire type and asserts)
 and honour those asserts; about a third of the time they pick a boundary value instead
@@ -27,6 +27,8 @@ from amqpfuzz.spec.amqp091.codec import FieldValue
 from amqpfuzz.spec.amqp091.codec.tables import DIALECTS
 from amqpfuzz.spec.amqp091.model import ZERO_VALUES
 
+from ..source import Source
+
 __all__ = [
     "INT_WIDTHS",
     "NAME_ALPHABET",
@@ -46,49 +48,6 @@ NAME_ALPHABET = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-
 _TEXT = NAME_ALPHABET + " /#*$!?" + "éßж中日本😀𝄞"
 # Patterns we generate from directly: a literal prefix, then any number of one character class.
 _PREFIXED_CLASS = re.compile(r"^([^\[\]\\*+?(){}|.^$]*)(\[[^\]]+\])([*+])$")
-_EDGE = 96  # a selector byte below this picks a boundary value
-
-
-class Source:
-    """Reads numbers and bytes from a blob; past its end every read is zero."""
-
-    __slots__ = ("data", "pos")
-
-    def __init__(self, data: bytes) -> None:
-        self.data = data
-        self.pos = 0
-
-    def byte(self) -> int:
-        pos = self.pos
-        self.pos = pos + 1
-        return self.data[pos] if pos < len(self.data) else 0
-
-    def take(self, n: int) -> bytes:
-        chunk = self.data[self.pos : self.pos + n]
-        self.pos += n
-        return chunk if len(chunk) == n else chunk + bytes(n - len(chunk))
-
-    def uint(self, bits: int) -> int:
-        return int.from_bytes(self.take((bits + 7) // 8), "big") & ((1 << bits) - 1)
-
-    def below(self, n: int) -> int:
-        """A number in ``0..n-1`` (0 for n <= 1), from one byte, or two when n > 256."""
-        if n <= 1:
-            return 0
-        return (self.byte() if n <= 256 else self.uint(16)) % n
-
-    def between(self, low: int, high: int) -> int:
-        """A number in ``low..high`` (``low`` for a zero read)."""
-        span = high - low + 1
-        return low + (self.uint(max(8, span.bit_length())) % span if span > 1 else 0)
-
-    def pick(self, options: tuple[Any, ...]) -> Any:
-        return options[self.below(len(options))]
-
-    def edge(self) -> bool:
-        """True about a third of the time (and never for a zero byte: zero is the plain path)."""
-        value = self.byte()
-        return 0 < value < _EDGE
 
 
 Gen = Callable[[Source], Any]

@@ -7,13 +7,13 @@ import struct
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from ..model import RestrictedType, Spec100
+from ..model import Spec100
 from .decode import Decoder
 from .encode import Encoder
 from .errors import DecodeError, FramingError, LocalProtocolError
 from .frames import FRAME_TYPES, Frame, FrameReader
 from .types import TypeSystem
-from .values import Composite, Described
+from .values import Composite
 
 __all__ = ["Codec", "codec_for"]
 
@@ -29,15 +29,6 @@ class Codec:
         self.encoder = Encoder(self.types)
         self.decoder = Decoder(self.types)
         self.lenient = Decoder(self.types, check=False)
-        self._sections = {  # the restricted sections (data, amqp-value...): name -> code
-            t.name: t.descriptor.value
-            for t in spec.sections
-            if isinstance(t, RestrictedType) and t.descriptor is not None
-        }
-        self._section_names: dict[Any, str] = {code: n for n, code in self._sections.items()}
-        for t in spec.sections:
-            if isinstance(t, RestrictedType) and t.descriptor is not None:
-                self._section_names[t.descriptor.name] = t.name
 
     # -- values --------------------------------------------------------------------------------
 
@@ -46,6 +37,19 @@ class Codec:
 
     def decode(self, data: bytes) -> Any:
         return self.decoder.value(data)
+
+    def with_defaults(self, value: Any) -> Any:
+        """A composite (and the composites in its fields) as the decoder gives it back: each
+        null field with the specification's default."""
+        if not isinstance(value, Composite) or value.name not in self.types.fields:
+            return value
+        return Composite(
+            value.name,
+            {
+                f.name: f.default if value[f.name] is None else self.with_defaults(value[f.name])
+                for f in self.types.fields[value.name]
+            },
+        )
 
     def composite(self, name: str, /, **fields: Any) -> Composite:
         """A composite by its type's name, fields by their names with ``_`` for ``-``
@@ -119,34 +123,14 @@ class Codec:
 
     def message(self, sections: Iterable[Any]) -> bytes:
         """A message's bytes from its sections: composites (``header``, ``properties``) or
-        :class:`Described` values whose descriptor is a section's name (``data``,
-        ``application-properties``...), in the order given."""
-        out = []
-        for section in sections:
-            if isinstance(section, Described) and section.descriptor in self._sections:
-                code = self._sections[section.descriptor]
-                restricted = self.spec.type(section.descriptor)
-                source = getattr(restricted, "source", None)
-                typed = None if source == "*" else source
-                out.append(
-                    b"\x00"
-                    + self.encoder.value(code, "ulong")
-                    + self.encoder.value(section.value, typed)
-                )
-            else:
-                out.append(self.encoder.value(section))
-        return b"".join(out)
+        :class:`Described` values named by their section (``data``, ``amqp-value``...), in the
+        order given."""
+        return b"".join(self.encoder.value(section) for section in sections)
 
     def sections(self, payload: bytes) -> list[Any]:
         """A message's sections as decoded: composites (``header``, ``properties``...), and
         :class:`Described` values named by their section (``data``, ``amqp-value``...)."""
-        found = self.decoder.values(payload)
-        return [
-            Described(self._section_names[s.descriptor], s.value)
-            if isinstance(s, Described) and s.descriptor in self._section_names
-            else s
-            for s in found
-        ]
+        return self.decoder.values(payload)
 
     def transfer_frames(
         self, channel: int, transfer: Composite, payload: bytes, max_frame_size: int

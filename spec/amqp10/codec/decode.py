@@ -80,6 +80,9 @@ class Decoder:
         self._composites = {
             key: name for key, name in types.described.items() if name in types.composites
         }
+        self._restricted = {  # described restricted types (message sections), named
+            key: name for key, name in types.described.items() if name not in types.composites
+        }
 
     def read(self, buf: bytes, pos: int = 0, end: int | None = None, depth: int = 0) -> Any:
         """One value at ``pos``: (value, position after it)."""
@@ -207,7 +210,8 @@ class Decoder:
         value, at = self.read(buf, at, end, depth + 1)
         name = self._composites.get(descriptor)
         if name is None or type(value) is not list:
-            return Described(descriptor, value), at
+            named = self._restricted.get(descriptor)
+            return Described(descriptor if named is None else named, value), at
         return self.composite(name, value, start), at
 
     def composite(self, name: str, items: list[Any], pos: int = 0) -> Composite:

@@ -64,7 +64,7 @@ class Encoder:
         if isinstance(value, Composite):
             return self.composite(value)
         if isinstance(value, Described):
-            return b"\x00" + self.value(value.descriptor) + self.value(value.value)
+            return self.described(value)
         if type_name is None:
             type_name = type_name_of(value)
             if type_name is None:
@@ -75,6 +75,19 @@ class Encoder:
                 raise LocalProtocolError(f"{type_name} is not a primitive or restricted type")
             type_name = primitive
         return self._by_type[type_name](value)
+
+    def described(self, value: Described) -> bytes:
+        """A described value; a descriptor that is a plain ``str`` names a described type of
+        the model (``"data"``, ``"application-properties"``): its code is sent, and the value
+        as the type's source (a :class:`Symbol` is sent as the symbol it is)."""
+        descriptor = value.descriptor
+        if type(descriptor) is str:
+            code = self.types.descriptor_of(descriptor) if descriptor in self.types.named else None
+            if code is None:
+                raise LocalProtocolError(f"no described type {descriptor!r} in AMQP 1.0")
+            source = self.types.primitive_of(descriptor)
+            return b"\x00" + self._by_type["ulong"](code) + self.value(value.value, source)
+        return b"\x00" + self.value(descriptor) + self.value(value.value)
 
     def encoded_as(self, code: int, value: Any) -> bytes:
         """``value`` with the constructor ``code``, whatever its own type (a smalluint of 0, a

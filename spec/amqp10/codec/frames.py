@@ -5,8 +5,8 @@ CHANNEL), an extended header up to DOFF, then the body: an AMQP frame's performa
 transfer, its payload (message sections); a SASL frame's SASL composite; nothing at all for an
 empty frame (a heartbeat). The reader takes bytes in chunks of any size and gives
 :class:`Header` and :class:`Frame` objects, expecting a protocol header first and again after a
-SASL outcome; it refuses a frame over ``max_frame_size`` (before ``open`` is exchanged that is
-512 octets, MIN-MAX-FRAME-SIZE).
+SASL outcome (or, reading a client, after its SASL frames); it refuses a frame over
+``max_frame_size`` (before ``open`` is exchanged that is 512 octets, MIN-MAX-FRAME-SIZE).
 """
 
 from __future__ import annotations
@@ -72,6 +72,7 @@ class FrameReader:
         self.codec = codec
         self.max_frame_size = max_frame_size
         self.expect_header = True
+        self._sasl = False  # in the SASL layer: an AMQP header may come instead of a frame
         self._buffer = bytearray()
         self._offset = 0  # of the buffer's first byte in the stream
 
@@ -87,6 +88,8 @@ class FrameReader:
 
     def _next(self) -> Header | Frame | None:
         buf = self._buffer
+        if self._sasl and buf[:4] == b"AMQP":  # a client's header follows its SASL frames
+            self.expect_header = True
         if self.expect_header:
             if len(buf) < 8:
                 if not b"AMQP".startswith(bytes(buf[:4])):
@@ -97,6 +100,7 @@ class FrameReader:
             header = Header(buf[4], buf[5], buf[6], buf[7])
             self._consume(8)
             self.expect_header = False
+            self._sasl = header.protocol_id == SASL
             return header
         if len(buf) < 8:
             return None

@@ -76,6 +76,7 @@ class TypeSystem:
             if not isinstance(t, PrimitiveType) and t.descriptor is not None:
                 self.described[t.descriptor.value] = t.name
                 self.described[t.descriptor.name] = t.name
+        self.named = frozenset(t.name for t in spec.types)
         # archetype -> the types that provide it
         self.providers: dict[str, tuple[str, ...]] = {}
         for t in spec.types:

@@ -141,17 +141,29 @@ class Array:
     descriptor: Any = None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class Composite:
     """An instance of a composite type of the specification (``open``, ``source``,
-    ``properties``...): its fields by name, a missing field being null. Decoded composites
-    carry every field, with the specification's defaults for those sent null."""
+    ``properties``...): its fields by name, a missing field being null (two composites are
+    equal when their non-null fields are). Decoded composites carry every field, with the
+    specification's defaults for those sent null."""
 
     name: str
     fields: Mapping[str, Any] = field(default_factory=dict)
 
     def __getitem__(self, name: str) -> Any:
         return self.fields.get(name)
+
+    def _set(self) -> dict[str, Any]:
+        return {k: v for k, v in self.fields.items() if v is not None}
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Composite):
+            return NotImplemented
+        return self.name == other.name and self._set() == other._set()
+
+    def __hash__(self) -> int:
+        return hash((self.name, tuple(sorted(self._set()))))
 
     def __repr__(self) -> str:
         shown = ", ".join(f"{k}={v!r}" for k, v in self.fields.items() if v is not None)

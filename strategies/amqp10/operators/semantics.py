@@ -1,0 +1,128 @@
+"""Operators that send well-formed frames breaking a rule of sessions and links (transport 2.5,
+2.6, 2.7): a frame on a channel with no session, a second begin, a handle in use, a handle
+that is not attached, transfers beyond credit, dispositions of deliveries never sent."""
+
+from __future__ import annotations
+
+from amqpfuzz.spec.amqp10.codec import UInt
+
+from ...source import Source
+from ..operator import Built, Context
+from .common import operator, session_frame
+
+__all__: list[str] = []
+
+
+@operator(
+    "no-session",
+    "a frame on a channel no session was begun on (transport 2.5.1: frames other than open, "
+    "begin and close are sent on a channel a session is mapped to)",
+    "sends an attach or a flow on a channel where no begin was sent",
+    ("not-found", "framing-error", "not-allowed"),
+    "connection",
+    "semantic",
+)
+def no_session(src: Source, ctx: Context) -> Built:
+    frame = session_frame(src, ctx)
+    return Built((ctx.wire(frame),), frame.name, "on a channel with no session", "fresh")
+
+
+@operator(
+    "begin-twice",
+    "a second begin on a channel a session is already mapped to (transport 2.5.1)",
+    "sends begin on the case's channel, where a session is already begun",
+    ("not-allowed", "illegal-state", "framing-error"),
+    "connection",
+    "semantic",
+)
+def begin_twice(src: Source, ctx: Context) -> Built:
+    return Built((ctx.wire(ctx.begin()),), "begin", "on a channel in use")
+
+
+@operator(
+    "handle-in-use",
+    "an attach with a handle already in use in the session (transport 2.7.3 attach: "
+    "amqp:session:handle-in-use)",
+    "attaches two links with the same handle",
+    ("handle-in-use",),
+    "session",
+    "semantic",
+)
+def handle_in_use(src: Source, ctx: Context) -> Built:
+    handle = src.below(4)
+    first, second = ctx.attach(src, handle), ctx.attach(src, handle)
+    steps = (ctx.wire(first), ctx.wire(second))
+    return Built(steps, "attach", f"handle {handle} twice")
+
+
+@operator(
+    "unattached-handle",
+    "a transfer or flow naming a handle no link is attached with (transport 2.6.2, session "
+    "error amqp:session:unattached-handle)",
+    "sends a transfer or a link flow for a handle never attached",
+    ("unattached-handle",),
+    "session",
+    "semantic",
+)
+def unattached_handle(src: Source, ctx: Context) -> Built:
+    handle = UInt(src.pick((0, 1, 255, 0xFFFFFFFF - 1)))
+    if src.byte() & 1:
+        transfer, message = ctx.transfer(src, handle)
+        wire = ctx.wire(transfer)
+        wire = wire._replace(data=ctx.codec.frame(transfer, 0, message))
+        return Built((wire,), "transfer", f"handle {handle} not attached")
+    flow = ctx.codec.composite(
+        "flow",
+        next_incoming_id=UInt(0),
+        incoming_window=UInt(10),
+        next_outgoing_id=UInt(0),
+        outgoing_window=UInt(10),
+        handle=handle,
+        delivery_count=UInt(0),
+        link_credit=UInt(10),
+    )
+    return Built((ctx.wire(flow),), "flow", f"handle {handle} not attached")
+
+
+@operator(
+    "beyond-credit",
+    "transfers on a sending link beyond the link credit granted (transport 2.6.7: a sender "
+    "MUST NOT send more than the credit; link error amqp:link:transfer-limit-exceeded). "
+    "The case sends before any credit can have arrived; a broker that grants credit at "
+    "attach may accept them",
+    "attaches a sending link and sends transfers at once, more than a small initial credit",
+    ("transfer-limit-exceeded",),
+    "link",
+    "semantic",
+    or_reply=True,
+)
+def beyond_credit(src: Source, ctx: Context) -> Built:
+    attach = ctx.attach(src, 0, role=False)
+    steps = [ctx.wire(attach)]
+    for delivery in range(1 + src.below(4)):
+        transfer, message = ctx.transfer(src, 0, delivery)
+        wire = ctx.wire(transfer)
+        steps.append(wire._replace(data=ctx.codec.frame(transfer, 0, message)))
+    return Built(tuple(steps), "transfer", f"{len(steps) - 1} transfers without credit")
+
+
+@operator(
+    "unknown-disposition",
+    "a disposition for delivery ids the peer never sent (transport 2.7.6 disposition: the "
+    "specification names no error, so a peer may ignore it, but must stay up)",
+    "sends a disposition as receiver for deliveries that were never transferred",
+    ("not-allowed",),
+    "ignore",
+    "semantic",
+)
+def unknown_disposition(src: Source, ctx: Context) -> Built:
+    first = UInt(src.pick((0, 1, 1000, 0xFFFFFFFF)))
+    disposition = ctx.codec.composite(
+        "disposition",
+        role=True,
+        first=first,
+        last=UInt(first),
+        settled=True,
+        state=ctx.codec.composite("accepted"),
+    )
+    return Built((ctx.wire(disposition),), "disposition", f"delivery {first} never sent")

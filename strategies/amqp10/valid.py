@@ -1,0 +1,144 @@
+"""Valid 1.0 cases and valid frame sequences of a whole connection.
+
+A valid case exercises one performative a client sends on a session, in the smallest valid
+exchange that has it: ``begin`` on a channel of its own then ``end``; ``attach`` (and
+``detach``, ``transfer``) on a fresh link which the case detaches again; a session ``flow``
+asking for the peer's state (``echo``). The reaction is the reply the endpoint lifecycle of
+transport 2.4-2.6 requires: each begin, attach, detach and end of ours is answered by the
+peer's own. A performative added to the XML that none of these covers is sent with values drawn
+for its fields, and is required to be accepted without an error.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from amqpfuzz.spec.amqp10.codec import Composite, Header, Symbol, UInt
+
+from ..cases import Case, Reaction
+from ..source import Source
+from .operator import Built, Context
+from .wire import Wire
+
+__all__ = ["CONNECTION", "DISPOSITION", "case_performatives", "connection_frames", "valid_builder"]
+
+# The connection's own performatives (transport 2.4): sent by the fuzzer, never as a case.
+CONNECTION = ("open", "close")
+# A disposition is valid only for a delivery the peer sent: stateful programs reach it.
+DISPOSITION = "disposition"
+
+
+def case_performatives(ctx: Context) -> tuple[str, ...]:
+    """The performatives valid cases are drawn from, in the XML's order."""
+    return tuple(p for p in ctx.performatives if p not in (*CONNECTION, DISPOSITION))
+
+
+def _link(src: Source, ctx: Context, name: str) -> Built:
+    sending = name == "transfer"
+    attach = ctx.attach(src, 0, role=False if sending else None)
+    steps = [ctx.wire(attach)]
+    if sending:
+        transfer, message = ctx.transfer(src)
+        steps.append(Wire(ctx.codec.frame(transfer, 0, message), f"{transfer!r} with a message"))
+    steps.append(ctx.wire(ctx.detach(0)))
+    return Built(tuple(steps), name, f"{name} on a fresh link")
+
+
+def _session(src: Source, ctx: Context, name: str) -> Built:
+    if name == "begin":
+        steps = (ctx.wire(ctx.begin()), ctx.wire(ctx.codec.composite("end")))
+        return Built(steps, "begin", "a session of its own", "fresh")
+    return Built((ctx.wire(ctx.codec.composite("end")),), "end", "ends the case's session")
+
+
+def _flow(src: Source, ctx: Context, name: str) -> Built:
+    uint = ctx.values.of("uint")
+    flow = ctx.codec.composite(
+        "flow",
+        incoming_window=uint(src),
+        next_outgoing_id=UInt(0),
+        outgoing_window=uint(src),
+        echo=True,
+    )
+    return Built((ctx.wire(flow),), "flow", "asks for the peer's session state")
+
+
+_BUILDERS: dict[str, tuple[Callable[[Source, Context, str], Built], tuple[str, ...]]] = {
+    "begin": (_session, ("begin", "end")),
+    "end": (_session, ("end",)),
+    "attach": (_link, ("attach", "detach")),
+    "detach": (_link, ("attach", "detach")),
+    "transfer": (_link, ("attach", "detach")),
+    "flow": (_flow, ("flow",)),
+}
+
+
+def _drawn(src: Source, ctx: Context, name: str) -> Built:
+    body = ctx.values.of(name)(src)
+    return Built((ctx.wire(body),), name, "values drawn for its fields")
+
+
+def valid_builder(ctx: Context, names: tuple[str, ...]) -> Callable[[Source], Case]:
+    """Reads a valid case of one of ``names`` from a source; zeros read as the first."""
+
+    def build(src: Source) -> Case:
+        name = src.pick(names)
+        make, responses = _BUILDERS.get(name, (_drawn, ()))
+        built = make(src, ctx, name)
+        return Case(
+            steps=built.steps,
+            expected=Reaction.reply(responses),
+            spec_ref=built.spec_ref,
+            channel=built.placement,
+            note=built.note,
+            blob=src.data,
+        )
+
+    return build
+
+
+def connection_frames(src: Source, ctx: Context, sasl: str | None) -> list[bytes]:
+    """A whole valid connection, as the client sends it: the SASL layer (``PLAIN``,
+    ``ANONYMOUS`` or none), open, begin, a sending and a receiving link, link flow, transfers
+    (some over several frames), a disposition, then detach, end and close. Each item is a
+    protocol header or one frame."""
+    codec = ctx.codec
+    out: list[bytes] = []
+    if sasl is not None:
+        out.append(Header(3).encode())
+        response = b"\x00guest\x00guest" if sasl == "PLAIN" else b""
+        init = codec.composite("sasl-init", mechanism=Symbol(sasl), initial_response=response)
+        out.append(codec.frame(init))
+    out.append(Header(0).encode())
+    out.append(codec.frame(ctx.open(src)))
+    out.append(codec.frame(ctx.begin(), 1))
+    sender, receiver = ctx.attach(src, 0, role=False), ctx.attach(src, 1, role=True)
+    out += [codec.frame(sender, 1), codec.frame(receiver, 1)]
+    credit = codec.composite(
+        "flow",
+        next_incoming_id=UInt(0),
+        incoming_window=UInt(2048),
+        next_outgoing_id=UInt(0),
+        outgoing_window=UInt(2048),
+        handle=UInt(1),
+        delivery_count=UInt(0),
+        link_credit=UInt(1 + src.below(100)),
+    )
+    out.append(codec.frame(credit, 1))
+    for delivery in range(1 + src.below(3)):
+        transfer, message = ctx.transfer(src, 0, delivery)
+        unsettled = Composite("transfer", {**transfer.fields, "settled": False})
+        size = src.pick((ctx.max_frame_size, 512))
+        out += codec.transfer_frames(1, unsettled, message, size)
+    disposition = codec.composite(
+        "disposition",
+        role=True,
+        first=UInt(0),
+        settled=True,
+        state=codec.composite("accepted"),
+    )
+    out.append(codec.frame(disposition, 1))
+    out += [codec.frame(ctx.detach(0), 1), codec.frame(ctx.detach(1), 1)]
+    out.append(codec.frame(codec.composite("end"), 1))
+    out.append(codec.frame(codec.composite("close")))
+    return out
