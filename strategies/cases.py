@@ -76,6 +76,8 @@ class Reaction:
             )
         if outcome == "reply":
             return self.or_reply
+        if not self.codes:  # a close that carries no code (1.0: the socket after a header)
+            return outcome == self.outcome
         return outcome == self.outcome and any(c.value == code for c in self.codes)
 
     @property
@@ -108,6 +110,9 @@ class Reaction:
     def __str__(self) -> str:
         if self.outcome == "reply":
             return f"reply {' or '.join(self.responses)}" if self.responses else "no error"
+        if not self.codes:
+            after = f" after the {' and '.join(self.responses)}" if self.responses else ""
+            return f"{self.outcome}{after}"
         codes = " or ".join(f"{c.value} {c.name}" for c in self.codes)
         return f"{self.outcome} {codes}" + (" (or accepted)" if self.or_reply else "")
 
@@ -121,8 +126,9 @@ class Case:
     provide before sending: ``open`` (an open channel or session, the case's own), ``fresh``
     (one opened for this case alone, on which nothing has happened yet; 1.0: a channel with no
     session), ``closed`` (a number that is not open), ``none`` (the case uses channel 0 or
-    names its channels itself), or ``start`` (1.0: a connection of its own, right after the
-    AMQP protocol header; the case sends ``open`` itself, or not).
+    names its channels itself), ``start`` (1.0: a connection of its own, right after the AMQP
+    protocol header; the case sends ``open`` itself, or not) or ``header`` (1.0: a new
+    connection; the case sends the protocol header).
     """
 
     steps: tuple[Step, ...]

@@ -4,8 +4,12 @@ An operator is a small object: a name, what it breaks and how (its description n
 section of the 1.0 specification that requires the reaction), the error conditions the
 specification requires in answer (by their choice names in the XML: ``framing-error``,
 ``handle-in-use``...) and the scope that error closes (``connection``, ``session``, ``link``),
-or ``ignore`` where the specification says the peer ignores what was sent. Its ``build`` reads
-the valid frames it starts from, and how it breaks them, from a :class:`~..source.Source`.
+``socket`` (the peer answers with its own protocol header and closes the socket) or ``ignore``
+where the specification says the peer ignores what was sent. Where the specification says a
+frame is wrong but names no reaction, ``or_reply`` marks that accepting it is conformant too
+(the peer must stay up); the conditions are then those a peer would fittingly use. Its
+``build`` reads the valid frames it starts from, and how it breaks them, from a
+:class:`~..source.Source`.
 
 ``level`` groups the operators: ``frame`` (the frame header), ``encoding`` (the bytes of the
 body), ``semantic`` (well-formed frames that break a rule of sessions and links) and ``state``
@@ -13,9 +17,9 @@ body), ``semantic`` (well-formed frames that break a rule of sessions and links)
 
 ``placement`` says where a case runs (:attr:`Case.channel`): ``open`` (on a session the fuzzer
 began; the case's frames name its channel symbolically and attach their own links),
-``fresh`` (a channel with no session), ``none`` (after open, the case names its channels) and
+``fresh`` (a channel with no session), ``none`` (after open, the case names its channels),
 ``start`` (on a connection of its own right after the AMQP protocol header: the case sends
-``open`` itself, or not).
+``open`` itself, or not) and ``header`` (a new connection: the case sends the protocol header).
 """
 
 from __future__ import annotations
@@ -46,7 +50,7 @@ __all__ = [
     "registrar",
 ]
 
-SCOPES = ("connection", "session", "link", "ignore")
+SCOPES = ("connection", "session", "link", "socket", "ignore")
 
 
 @dataclass(frozen=True, slots=True)
@@ -187,8 +191,10 @@ class Operator:
         return tuple(Condition(c, known[c], self.scope) for c in self.conditions)
 
     def reaction(self, spec: Spec100) -> Reaction:
-        if self.scope == "ignore" or not self.conditions:
+        if self.scope == "ignore":
             return Reaction.reply()
+        if self.scope == "socket":  # the peer's own protocol header, then the socket closed
+            return Reaction("socket-close", responses=("protocol header",))
         return Reaction.error(self.codes_in(spec), or_reply=self.or_reply)
 
     def case(self, src: Source, context: Context) -> Case:

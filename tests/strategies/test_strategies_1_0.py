@@ -95,6 +95,8 @@ def test_there_are_at_least_25_operators_each_with_a_condition_and_a_section() -
         assert "." in op.description  # the section of the 1.0 specification, as 2.3.1
         if op.scope == "ignore":
             assert reaction.outcome == "reply"
+        elif op.scope == "socket":
+            assert reaction.outcome == "socket-close" and str(reaction).endswith("header")
         else:
             assert reaction.outcome == f"{op.scope}-close"
             assert all(str(c.value).startswith("amqp:") for c in reaction.codes)
@@ -113,7 +115,11 @@ def test_each_operator_breaks_what_it_says(operator: str, blob: bytes) -> None:
     data = b"".join(step.render(3) for step in case.steps)
     reader = codec.reader(max_frame_size=131072 if case.channel != "start" else 512)
     reader.expect_header = False
-    if op.level in ("frame", "encoding"):
+    if op.scope == "socket":  # not the header that opens a 1.0 connection
+        assert case.channel == "header" and data[:8] != b"AMQP\x00\x01\x00\x00"
+    elif op.scope == "ignore":
+        assert all(f.body is None for f in reader.feed(data))
+    elif op.level in ("frame", "encoding"):
         with pytest.raises((DecodeError, FramingError)) as caught:
             reader.feed(data)
         if not op.or_reply:
@@ -184,4 +190,7 @@ def test_the_cli_lists_the_1_0_model_and_operators() -> None:
     ]  # fmt: skip
     mutations = _cli("mutations", "--protocol", "1.0", "--json")
     assert len(mutations["operators"]) >= 25
-    assert all(row["codes"] or row["reaction"] == "reply" for row in mutations["operators"])
+    assert all(
+        row["codes"] or row["reaction"] in ("reply", "socket-close")
+        for row in mutations["operators"]
+    )

@@ -49,7 +49,8 @@ def doff_small(src: Source, ctx: Context) -> Built:
 
 @operator(
     "doff-past-end",
-    "DOFF past the frame's end (transport 2.3.1: the body starts at DOFF * 4)",
+    "DOFF past the frame's end (transport 2.3.1: the body starts at DOFF * 4; no frame "
+    "header can be formed, which 2.8.16 answers with framing-error)",
     "sets DOFF so that the body would start after the frame's last octet",
     ("framing-error",),
     "connection",
@@ -80,11 +81,13 @@ def size_short(src: Source, ctx: Context) -> Built:
 
 @operator(
     "unknown-frame-type",
-    "a frame TYPE other than AMQP (0x00) and SASL (0x01) (transport 2.3.1)",
+    "a frame TYPE other than AMQP (0x00) and SASL (0x01) (transport 2.3.1 defines only these "
+    "and no reaction to others: a peer may close with framing-error, and must stay up)",
     "sets the frame's TYPE octet to a code the specification does not define",
     ("framing-error",),
     "connection",
     "frame",
+    or_reply=True,
 )
 def unknown_frame_type(src: Source, ctx: Context) -> Built:
     name, body = _body(src, ctx)
@@ -96,7 +99,7 @@ def unknown_frame_type(src: Source, ctx: Context) -> Built:
 @operator(
     "frame-over-max",
     "a frame over the max-frame-size the peer announced in its open (transport 2.7.1 open: "
-    "a peer MUST NOT send frames larger than its partner can handle)",
+    "a peer that receives an oversized frame MUST close the connection with framing-error)",
     "pads a flow's properties so that its frame is larger than the negotiated max-frame-size",
     ("framing-error",),
     "connection",
@@ -123,7 +126,7 @@ def frame_over_max(src: Source, ctx: Context) -> Built:
 @operator(
     "early-large-frame",
     "a frame over 512 octets (MIN-MAX-FRAME-SIZE) before the open frames are exchanged "
-    "(transport 2.4.1: until then a peer MUST NOT send larger frames)",
+    "(transport 2.4.1; 2.7.1: an oversized frame MUST close the connection with framing-error)",
     "sends an open whose frame is over 512 octets as the first frame",
     ("framing-error",),
     "connection",
@@ -134,3 +137,42 @@ def early_large_frame(src: Source, ctx: Context) -> Built:
     opened = ctx.codec.composite("open", container_id=ctx.name(src, "container"), hostname=padding)
     wire = ctx.wire(opened, f"open of {MIN_MAX_FRAME_SIZE}+ octets", channel=0)
     return Built((wire,), "open", f"open of {len(wire.data)} octets", placement="start")
+
+
+@operator(
+    "empty-frame",
+    "an empty frame (no body) on the case's channel (transport 2.4.5: implementations MUST be "
+    "prepared to handle empty frames arriving on any valid channel; they have no meaning)",
+    "sends an empty frame, with or without an extended header, on the session's channel",
+    (),
+    "ignore",
+    "frame",
+)
+def empty_frame(src: Source, ctx: Context) -> Built:
+    doff = src.pick((2, 2, 3, 4))
+    wire = ctx.raw(raw.frame(b"", doff=doff), f"empty frame, DOFF {doff}")
+    return Built((wire,), "empty", f"empty frame, DOFF {doff}")
+
+
+@operator(
+    "bad-protocol-header",
+    "a protocol header of another version or protocol id, or not a header at all (transport "
+    "2.2: the peer MUST send a protocol header with a supported version and close the socket)",
+    "replaces the AMQP protocol header that opens the connection",
+    (),
+    "socket",
+    "frame",
+)
+def bad_protocol_header(src: Source, ctx: Context) -> Built:
+    header = src.pick(
+        (
+            raw.header(0, (0, 9, 1)),
+            raw.header(0, (2, 0, 0)),
+            raw.header(9),
+            raw.header(1),
+            raw.header(0, (1, 0, 0), magic=b"AMQX"),
+            b"GET / HTTP/1.1\r\n\r\n",
+        )
+    )
+    wire = ctx.raw(header, f"protocol header {header!r}", channel=0)
+    return Built((wire,), "header", f"header {header[:8]!r}", placement="header")

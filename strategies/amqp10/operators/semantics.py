@@ -15,12 +15,13 @@ __all__: list[str] = []
 
 @operator(
     "no-session",
-    "a frame on a channel no session was begun on (transport 2.5.1: frames other than open, "
-    "begin and close are sent on a channel a session is mapped to)",
+    "a frame on a channel no session was begun on (transport 2.5.1; the specification names "
+    "no reaction: a peer may close the connection, and must stay up)",
     "sends an attach or a flow on a channel where no begin was sent",
-    ("not-found", "framing-error", "not-allowed"),
+    ("not-allowed", "illegal-state", "framing-error", "not-found"),
     "connection",
     "semantic",
+    or_reply=True,
 )
 def no_session(src: Source, ctx: Context) -> Built:
     frame = session_frame(src, ctx)
@@ -29,11 +30,13 @@ def no_session(src: Source, ctx: Context) -> Built:
 
 @operator(
     "begin-twice",
-    "a second begin on a channel a session is already mapped to (transport 2.5.1)",
+    "a second begin on a channel a session is already mapped to (transport 2.5.1 asks the "
+    "sender for an unused channel and names no reaction: a peer may close, must stay up)",
     "sends begin on the case's channel, where a session is already begun",
     ("not-allowed", "illegal-state", "framing-error"),
     "connection",
     "semantic",
+    or_reply=True,
 )
 def begin_twice(src: Source, ctx: Context) -> Built:
     return Built((ctx.wire(ctx.begin()),), "begin", "on a channel in use")
@@ -41,8 +44,8 @@ def begin_twice(src: Source, ctx: Context) -> Built:
 
 @operator(
     "handle-in-use",
-    "an attach with a handle already in use in the session (transport 2.7.3 attach: "
-    "amqp:session:handle-in-use)",
+    "an attach with a handle already in use in the session (transport 2.7.3 attach: it MUST "
+    "be responded to with an immediate close carrying a handle-in-use session-error)",
     "attaches two links with the same handle",
     ("handle-in-use",),
     "session",
@@ -57,8 +60,8 @@ def handle_in_use(src: Source, ctx: Context) -> Built:
 
 @operator(
     "unattached-handle",
-    "a transfer or flow naming a handle no link is attached with (transport 2.6.2, session "
-    "error amqp:session:unattached-handle)",
+    "a transfer or flow naming a handle no link is attached with (transport 2.7.4 flow: the "
+    "peer MUST end the session with an unattached-handle session error; 2.5.4, 2.8.17)",
     "sends a transfer or a link flow for a handle never attached",
     ("unattached-handle",),
     "session",
@@ -86,10 +89,8 @@ def unattached_handle(src: Source, ctx: Context) -> Built:
 
 @operator(
     "beyond-credit",
-    "transfers on a sending link beyond the link credit granted (transport 2.6.7: a sender "
-    "MUST NOT send more than the credit; link error amqp:link:transfer-limit-exceeded). "
-    "The case sends before any credit can have arrived; a broker that grants credit at "
-    "attach may accept them",
+    "transfers on a sending link beyond the link credit granted (transport 2.6.7: the "
+    "receiver MAY handle the excess normally or detach the link with transfer-limit-exceeded)",
     "attaches a sending link and sends transfers at once, more than a small initial credit",
     ("transfer-limit-exceeded",),
     "link",
@@ -108,12 +109,13 @@ def beyond_credit(src: Source, ctx: Context) -> Built:
 
 @operator(
     "unknown-disposition",
-    "a disposition for delivery ids the peer never sent (transport 2.7.6 disposition: the "
-    "specification names no error, so a peer may ignore it, but must stay up)",
+    "a disposition for delivery ids the peer never sent (transport 2.7.6 disposition names "
+    "no reaction: a peer may ignore it or end the session, and must stay up)",
     "sends a disposition as receiver for deliveries that were never transferred",
-    ("not-allowed",),
-    "ignore",
+    ("illegal-state", "not-allowed", "invalid-field"),
+    "session",
     "semantic",
+    or_reply=True,
 )
 def unknown_disposition(src: Source, ctx: Context) -> Built:
     first = UInt(src.pick((0, 1, 1000, 0xFFFFFFFF)))

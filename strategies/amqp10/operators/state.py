@@ -12,11 +12,13 @@ __all__: list[str] = []
 
 @operator(
     "before-open",
-    "a frame before the open frame (transport 2.4.1: open is the first frame each peer sends)",
+    "a frame before the open frame (transport 2.4.1: each peer MUST send open before any "
+    "other frame; no reaction is named: a peer may close, must stay up)",
     "sends a begin as the first frame after the protocol header, then the open",
     ("not-allowed", "illegal-state", "framing-error"),
     "connection",
     "state",
+    or_reply=True,
 )
 def before_open(src: Source, ctx: Context) -> Built:
     steps = (ctx.wire(ctx.begin(), channel=0), ctx.wire(ctx.open(src), channel=0))
@@ -25,11 +27,13 @@ def before_open(src: Source, ctx: Context) -> Built:
 
 @operator(
     "open-twice",
-    "a second open on a connection already open (transport 2.4: open is sent once)",
+    "a second open on a connection already open (transport 2.4.1: open is sent once; no "
+    "reaction is named: a peer may close, must stay up)",
     "sends open again once the connection is open",
     ("not-allowed", "illegal-state", "framing-error"),
     "connection",
     "state",
+    or_reply=True,
 )
 def open_twice(src: Source, ctx: Context) -> Built:
     return Built((ctx.wire(ctx.open(src), channel=0),), "open", "a second open", "none")
