@@ -195,6 +195,8 @@ class Operator:
             return Reaction.reply()
         if self.scope == "socket":  # the peer's own protocol header, then the socket closed
             return Reaction("socket-close", responses=("protocol header",))
+        if not self.conditions:  # a close the case asked for: no condition is required
+            return Reaction(f"{self.scope}-close")
         return Reaction.error(self.codes_in(spec), or_reply=self.or_reply)
 
     def case(self, src: Source, context: Context) -> Case:
