@@ -28,6 +28,24 @@ def test_codec_bench_prints_every_figure() -> None:
     assert all(r["bench"] == "codec" and r["value"] > 0 for r in lines)
 
 
+def test_codec10_bench_prints_every_figure() -> None:
+    done = subprocess.run(
+        [sys.executable, str(BENCH / "codec10.py"), "--quick"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    lines = [json.loads(line) for line in done.stdout.splitlines()]
+    figures = {(r["figure"], r.get("impl")) for r in lines}
+    for op in ("encode", "decode"):
+        for impl in ("amqpfuzz", "proton"):
+            assert (f"{op}_mix_per_s", impl) in figures
+        ratio = next(r for r in lines if r["figure"] == f"{op}_ratio_vs_proton")
+        assert ratio["value"] > 0 and ratio["target"] == 1.0
+    assert all(r["bench"] == "codec10" and r["value"] > 0 for r in lines)
+
+
 def test_strategies_bench_prints_generation_beside_round_trips() -> None:
     done = subprocess.run(
         [sys.executable, str(BENCH / "strategies.py"), "--quick"],

@@ -29,6 +29,9 @@ class Codec:
         self.encoder = Encoder(self.types)
         self.decoder = Decoder(self.types)
         self.lenient = Decoder(self.types, check=False)
+        self._sasl = frozenset(
+            n for n in self.types.composites if self.types.provides(n, ("sasl-frame",))
+        )
 
     # -- values --------------------------------------------------------------------------------
 
@@ -78,7 +81,7 @@ class Codec:
         data = b""
         if body is not None:
             data = self.encoder.composite(body, check)
-            if self.types.provides(body.name, ("sasl-frame",)):
+            if body.name in self._sasl:
                 kind = FRAME_TYPES["sasl"]
         if not 0 <= channel <= 0xFFFF:
             raise LocalProtocolError(f"channel {channel} does not fit 16 bits")

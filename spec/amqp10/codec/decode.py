@@ -19,6 +19,7 @@ from .errors import DecodeError
 from .types import Constructor, FieldInfo, TypeSystem
 from .values import (
     INTEGERS,
+    TYPE_NAMES,
     Array,
     Byte,
     Char,
@@ -41,6 +42,10 @@ from .values import (
 )
 
 __all__ = ["MAX_DEPTH", "Decoder"]
+
+# Python types the encoder takes as plain values but the reader never gives (it gives UInt,
+# not int): a field holding one was not read from bytes, and is checked the long way.
+_PLAIN_ONLY = frozenset({tuple})
 
 MAX_DEPTH = 64  # compound values inside compound values: deeper is refused
 
@@ -80,6 +85,7 @@ class Decoder:
         self._composites = {
             key: name for key, name in types.described.items() if name in types.composites
         }
+        self._plans: dict[str, tuple[tuple[FieldInfo, frozenset[type]], ...]] = {}
         self._restricted = {  # described restricted types (message sections), named
             key: name for key, name in types.described.items() if name not in types.composites
         }
@@ -216,20 +222,39 @@ class Decoder:
 
     def composite(self, name: str, items: list[Any], pos: int = 0) -> Composite:
         """A composite's fields from its list, defaults applied; checked unless told not to."""
-        infos = self._fields[name]
-        if len(items) > len(infos) and self.check:
-            raise DecodeError(f"{name} has {len(infos)} fields, not {len(items)}", pos)
+        plan = self._plans.get(name)
+        if plan is None:
+            plan = self._plans[name] = self._plan(name)
+        check = self.check
+        if len(items) > len(plan) and check:
+            raise DecodeError(f"{name} has {len(plan)} fields, not {len(items)}", pos)
         fields = {}
-        for index, f in enumerate(infos):
-            value = items[index] if index < len(items) else None
+        count = len(items)
+        for index, (f, fast) in enumerate(plan):
+            value = items[index] if index < count else None
             if value is None:
-                if f.mandatory and self.check:
+                if f.mandatory and check:
                     raise DecodeError(f"{name}: mandatory field {f.name!r} is null", pos)
                 value = f.default
-            elif self.check and not self._fits(f, value):
+            elif check and type(value) not in fast and not self._fits(f, value):
                 raise DecodeError(f"{name}: {f.name} is {f.type}, not {value!r}", pos)
             fields[f.name] = value
         return Composite(name, fields)
+
+    def _plan(self, name: str) -> tuple[tuple[FieldInfo, frozenset[type]], ...]:
+        """Each field of a composite with the Python types that fit it for sure (what the
+        reader gives for its primitive type; others go through :meth:`_fits`)."""
+        plan = []
+        for f in self._fields[name]:
+            if f.primitive is not None and f.descriptor is None:
+                wanted = {f.primitive}
+            elif f.primitive is None and f.composite is None and f.requires:
+                wanted = self.types.primitives_providing(f.requires)
+            else:
+                wanted = set()
+            fast = {t for t, n in TYPE_NAMES.items() if n in wanted and t not in _PLAIN_ONLY}
+            plan.append((f, frozenset(fast)))
+        return tuple(plan)
 
     def _fits(self, f: FieldInfo, value: Any) -> bool:
         own = type_name_of(value)

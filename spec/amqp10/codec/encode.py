@@ -13,11 +13,12 @@ from __future__ import annotations
 import struct
 import uuid
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from .errors import LocalProtocolError
 from .types import Constructor, FieldInfo, TypeSystem
-from .values import INTEGERS, Array, Composite, Described, type_name_of
+from .values import INTEGERS, TYPE_NAMES, Array, Composite, Described, type_name_of
 
 __all__ = ["Encoder"]
 
@@ -51,6 +52,14 @@ class Encoder:
         self._by_type: dict[str, Callable[[Any], bytes]] = {
             name: self._chooser(name) for name in types.encodings
         }
+        self._plans: dict[str, _Plan] = {}
+        self._named: dict[str, tuple[bytes, Callable[[Any], bytes]]] = {}
+        self._empty_list = self._by_type["list"]([])
+        self._lists = [  # the list encodings with a size, narrowest first
+            (bytes((e.code,)), e.width, _limit(e.width), _PREFIX2[e.width].pack)
+            for e in sorted(types.encodings["list"], key=lambda e: e.width)
+            if e.width
+        ]
         self._descriptors: dict[str, bytes] = {
             name: b"\x00" + self._by_type["ulong"](t.descriptor.value)
             for name, t in types.composites.items()
@@ -82,11 +91,18 @@ class Encoder:
         as the type's source (a :class:`Symbol` is sent as the symbol it is)."""
         descriptor = value.descriptor
         if type(descriptor) is str:
-            code = self.types.descriptor_of(descriptor) if descriptor in self.types.named else None
-            if code is None:
-                raise LocalProtocolError(f"no described type {descriptor!r} in AMQP 1.0")
-            source = self.types.primitive_of(descriptor)
-            return b"\x00" + self._by_type["ulong"](code) + self.value(value.value, source)
+            named = self._named.get(descriptor)
+            if named is None:
+                code = (
+                    self.types.descriptor_of(descriptor) if descriptor in self.types.named else None
+                )
+                if code is None:
+                    raise LocalProtocolError(f"no described type {descriptor!r} in AMQP 1.0")
+                source = self.types.primitive_of(descriptor)
+                encode = self._by_type[source] if source is not None else self.value
+                named = self._named[descriptor] = (b"\x00" + self._by_type["ulong"](code), encode)
+            lead, encode = named
+            return lead + encode(value.value)
         return b"\x00" + self.value(descriptor) + self.value(value.value)
 
     def encoded_as(self, code: int, value: Any) -> bytes:
@@ -153,12 +169,16 @@ class Encoder:
         payload = _PAYLOADS[name]
         sized = sorted((e.width, e.code) for e in encodings)
 
+        prefixes = [(_limit(w), bytes((c,)), _PREFIX[w].pack) for w, c in sized]
+
         def variable(v: Any) -> bytes:
             data = payload(v)
-            for width, code in sized:
-                if len(data) <= _limit(width):
-                    return bytes((code,)) + _PREFIX[width].pack(len(data)) + data
-            raise LocalProtocolError(f"a {name} of {len(data)} octets is too long")
+            size = len(data)
+            for limit, lead, pack in prefixes:
+                if size <= limit:
+                    prefixed: bytes = lead + pack(size) + data
+                    return prefixed
+            raise LocalProtocolError(f"a {name} of {size} octets is too long")
 
         return variable
 
@@ -260,22 +280,59 @@ class Encoder:
     def composite(self, c: Composite, check: bool = True) -> bytes:
         """A composite as a described list of its fields in order, trailing nulls left out;
         ``check=False`` sends a mandatory null or a value of the wrong type as given."""
-        infos = self.types.fields.get(c.name)
-        if infos is None:
-            raise LocalProtocolError(f"no composite type {c.name!r} in AMQP 1.0")
+        plan = self._plans.get(c.name)
+        if plan is None:
+            plan = self._plans[c.name] = self._plan(c.name)
         given = c.fields
-        unknown = set(given) - {f.name for f in infos}
-        if unknown:
-            raise LocalProtocolError(f"{c.name} has no field {sorted(unknown)[0]!r}")
-        values = [given.get(f.name) for f in infos]
-        while values and values[-1] is None:
-            values.pop()
+        if not given.keys() <= plan.names:
+            unknown = sorted(given.keys() - plan.names)[0]
+            raise LocalProtocolError(f"{c.name} has no field {unknown!r}")
         if check:
-            for f in infos:
-                if f.mandatory and given.get(f.name) is None:
-                    raise LocalProtocolError(f"{c.name}: mandatory field {f.name!r} is null")
-        items = [self.field(f, v, check) for f, v in zip(infos, values, strict=False)]
-        return self._descriptors[c.name] + self._list(items)
+            for name in plan.mandatory:
+                if given.get(name) is None:
+                    raise LocalProtocolError(f"{c.name}: mandatory field {name!r} is null")
+        items = []
+        last = 0  # the fields after the last that is set are left out
+        for f, fast, encode in plan.fields:
+            v = given.get(f.name)
+            if v is None:
+                items.append(b"\x40")
+                continue
+            if type(v) in fast:  # the field's own type, plain or typed: the common case
+                items.append(encode(v))
+            else:
+                items.append(self.field(f, v, check))
+            last = len(items)
+        del items[last:]
+        return plan.descriptor + self._list(items)
+
+    def _plan(self, name: str) -> _Plan:
+        infos = self.types.fields.get(name)
+        if infos is None:
+            raise LocalProtocolError(f"no composite type {name!r} in AMQP 1.0")
+        fields: list[tuple[FieldInfo, frozenset[type], Callable[[Any], bytes]]] = []
+        for f in infos:
+            primitive = f.primitive
+            if primitive is None:  # any type: the primitives that provide what it requires
+                owns = self.types.primitives_providing(f.requires) if f.requires else set()
+                fast = {t for t, n in TYPE_NAMES.items() if n in owns}
+                fields.append((f, frozenset(fast), self.value))
+                continue
+            fast = {t for t, n in TYPE_NAMES.items() if n == primitive} | set(
+                _PLAIN.get(primitive, ())
+            )
+            if f.multiple:
+                fast -= {list, tuple}
+            encode = self._by_type[primitive]
+            if f.descriptor is not None:
+                fast = set()  # a described restricted type: the slow path adds the descriptor
+            fields.append((f, frozenset(fast), encode))
+        return _Plan(
+            descriptor=self._descriptors[name],
+            names=frozenset(f.name for f in infos),
+            mandatory=tuple(f.name for f in infos if f.mandatory),
+            fields=tuple(fields),
+        )
 
     def field(self, f: FieldInfo, value: Any, check: bool = True) -> bytes:
         """One field's value: as the field's type when it is a plain value, as its own when
@@ -310,17 +367,24 @@ class Encoder:
 
     def _list(self, items: list[bytes]) -> bytes:
         if not items:
-            return self._by_type["list"]([])
+            return self._empty_list
         data = b"".join(items)
-        codes = [e.code for e in sorted(self.types.encodings["list"], key=lambda e: e.width)]
-        for code in codes:
-            c = self.types.constructors[code]
-            if not c.width:
-                continue
-            size = len(data) + c.width
-            if size <= _limit(c.width) and len(items) <= _limit(c.width):
-                return bytes((code,)) + _PREFIX2[c.width].pack(size, len(items)) + data
+        for lead, width, limit, pair in self._lists:
+            size = len(data) + width
+            if size <= limit and len(items) <= limit:
+                return lead + pair(size, len(items)) + data
         raise LocalProtocolError("a composite too large for any list encoding")
+
+
+@dataclass(frozen=True, slots=True)
+class _Plan:
+    """How a composite is encoded: its descriptor's bytes, its field names, and per field the
+    Python types it takes as its own and their encoder."""
+
+    descriptor: bytes
+    names: frozenset[str]
+    mandatory: tuple[str, ...]
+    fields: tuple[tuple[FieldInfo, frozenset[type], Callable[[Any], bytes]], ...]
 
 
 class _TooBig(Exception):

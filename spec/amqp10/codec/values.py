@@ -17,6 +17,7 @@ from typing import Any
 
 __all__ = [
     "INTEGERS",
+    "TYPE_NAMES",
     "Array",
     "Byte",
     "Char",
@@ -170,7 +171,7 @@ class Composite:
         return f"{self.name}({shown})"
 
 
-_TYPES: dict[type, str] = {
+TYPE_NAMES: dict[type, str] = {  # the Python type of a value -> its 1.0 type
     type(None): "null",
     bool: "boolean",
     int: "long",
@@ -201,7 +202,7 @@ _TYPES: dict[type, str] = {
 
 def type_name_of(value: Any) -> str | None:
     """The 1.0 primitive type a Python value encodes as (None: described or unknown)."""
-    found = _TYPES.get(type(value))
+    found = TYPE_NAMES.get(type(value))
     if found is not None:
         return found
     if type(value).__name__ == "UUID":
