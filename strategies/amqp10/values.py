@@ -30,9 +30,8 @@ from amqpfuzz.spec.amqp10.codec import (
     Symbol,
     Timestamp,
 )
-from amqpfuzz.spec.amqp10.codec.decode import _TYPED
 from amqpfuzz.spec.amqp10.codec.types import FieldInfo
-from amqpfuzz.spec.amqp10.codec.values import INTEGERS
+from amqpfuzz.spec.amqp10.codec.values import INTEGER_CLASSES, INTEGERS
 
 from ..source import Source
 
@@ -192,7 +191,7 @@ def _integer(name: str) -> Gen:
     bits = 8 * width
     low, high = (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if signed else (0, (1 << bits) - 1)
     edges = tuple(sorted({0, 1, high, low, min(high, 255), min(high, 256), max(low, -1)}))
-    typed = _TYPED[name]
+    typed = INTEGER_CLASSES[name]
 
     def gen(src: Source) -> int:
         if src.edge():

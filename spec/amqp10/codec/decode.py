@@ -18,10 +18,10 @@ from typing import Any
 from .errors import DecodeError
 from .types import Constructor, FieldInfo, TypeSystem
 from .values import (
+    INTEGER_CLASSES,
     INTEGERS,
     TYPE_NAMES,
     Array,
-    Byte,
     Char,
     Composite,
     Decimal32,
@@ -29,15 +29,10 @@ from .values import (
     Decimal128,
     Described,
     Float,
-    Int,
-    Long,
-    Short,
     Symbol,
     Timestamp,
-    UByte,
     UInt,
     ULong,
-    UShort,
     type_name_of,
 )
 
@@ -52,17 +47,6 @@ MAX_DEPTH = 64  # compound values inside compound values: deeper is refused
 # (buffer, position, end of the enclosing value, depth) -> (value, position after it)
 Reader = Callable[[bytes, int, int, int], tuple[Any, int]]
 
-_TYPED: dict[str, type] = {
-    "ubyte": UByte,
-    "ushort": UShort,
-    "uint": UInt,
-    "ulong": ULong,
-    "byte": Byte,
-    "short": Short,
-    "int": Int,
-    "long": Long,
-    "timestamp": Timestamp,
-}
 _FORMAT = {(False, 1): "B", (False, 2): "H", (False, 4): "I", (False, 8): "Q"}
 _FORMAT.update({(True, w): f.lower() for (_, w), f in list(_FORMAT.items())})
 _PREFIX = {1: struct.Struct(">B"), 4: struct.Struct(">I")}
@@ -282,7 +266,10 @@ def _fixed(c: Constructor) -> Reader:
         return lambda buf, pos, end, depth: (constant, pos)
     if c.type in INTEGERS:
         signed, _ = INTEGERS[c.type]
-        unpack, typed = struct.Struct(">" + _FORMAT[signed, width]).unpack_from, _TYPED[c.type]
+        unpack, typed = (
+            struct.Struct(">" + _FORMAT[signed, width]).unpack_from,
+            INTEGER_CLASSES[c.type],
+        )
         convert: Callable[[Any], Any] = lambda raw: typed(raw[0])  # noqa: E731
     elif c.type == "boolean":
         unpack = struct.Struct(">B").unpack_from

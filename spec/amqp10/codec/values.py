@@ -17,6 +17,7 @@ from typing import Any
 
 __all__ = [
     "INTEGERS",
+    "INTEGER_CLASSES",
     "TYPE_NAMES",
     "Array",
     "Byte",
@@ -121,6 +122,20 @@ INTEGERS: dict[str, tuple[bool, int]] = {
     "int": (True, 4),
     "long": (True, 8),
     "timestamp": (True, 8),
+}
+
+
+# the Python class of each 1.0 integer type
+INTEGER_CLASSES: dict[str, type[int]] = {
+    "ubyte": UByte,
+    "ushort": UShort,
+    "uint": UInt,
+    "ulong": ULong,
+    "byte": Byte,
+    "short": Short,
+    "int": Int,
+    "long": Long,
+    "timestamp": Timestamp,
 }
 
 
