@@ -34,10 +34,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import gc
-import json
 import sys
-import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -47,6 +44,7 @@ import pamqp.frame
 import pamqp.header
 import pika.frame
 import pika.spec
+from timing import best_rates, emitter
 
 from amqpfuzz.spec.amqp091.codec import Frame, codec_for
 
@@ -204,56 +202,7 @@ def check_agreement() -> list[bytes]:
     return ours
 
 
-# -- timing -----------------------------------------------------------------------------------
-
-
-def _round(fn: Callable[[], object], repeat: int) -> float:
-    gc_was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        start = time.perf_counter()
-        for _ in range(repeat):
-            fn()
-        return time.perf_counter() - start
-    finally:
-        if gc_was_enabled:
-            gc.enable()
-
-
-def _calibrate(fn: Callable[[], object], min_time: float) -> int:
-    """How many repetitions of ``fn`` make a round last at least ``min_time``."""
-    repeat = 1
-    while (elapsed := _round(fn, repeat)) < min_time:
-        repeat = max(repeat * 2, int(repeat * min_time / max(elapsed, 1e-9) * 1.1))
-    return repeat
-
-
-def best_rates(
-    fns: dict[str, Callable[[], object]], frames: int, rounds: int, min_time: float
-) -> dict[str, float]:
-    """Frames per second of each function: the best of ``rounds`` rounds of ``min_time``.
-
-    The implementations take turns round by round, so that a slow spell of the machine
-    falls on all of them rather than on whichever happened to be running.
-    """
-    repeats = {impl: _calibrate(fn, min_time) for impl, fn in fns.items()}
-    best = dict.fromkeys(fns, float("inf"))
-    for _ in range(rounds):
-        for impl, fn in fns.items():
-            best[impl] = min(best[impl], _round(fn, repeats[impl]))
-    return {impl: frames * repeats[impl] / best[impl] for impl in fns}
-
-
-def emit(
-    figure: str, value: float, *, impl: str | None = None, target: float | None = None
-) -> None:
-    record: dict[str, Any] = {"bench": "codec", "figure": figure}
-    if impl is not None:
-        record["impl"] = impl
-    record["value"] = value
-    if target is not None:
-        record["target"] = target
-    print(json.dumps(record), flush=True)
+emit = emitter("codec")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -268,7 +217,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     frames = len(data)
     rates: dict[str, dict[str, float]] = {}
     for op, fns in (("encode", encoders()), ("decode", decoders(data))):
-        rates[op] = best_rates(fns, frames, rounds, min_time)
+        rates[op] = best_rates(fns, rounds, min_time, per_call=frames)
         for impl in IMPLS:
             emit(f"{op}_frames_per_s", round(rates[op][impl], 1), impl=impl)
     for op in ("encode", "decode"):

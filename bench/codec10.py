@@ -50,16 +50,14 @@ Output
 
 from __future__ import annotations
 
-import gc
-import json
 import struct
 import sys
-import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import proton
 from roundtrip import options
+from timing import best_rates, emitter
 
 from amqpfuzz.spec.amqp10.codec import (
     Codec,
@@ -377,52 +375,7 @@ def check_agreement(codec: Codec) -> list[bytes]:
     return ours
 
 
-# -- timing -----------------------------------------------------------------------------------
-
-
-def _round(fn: Callable[[], object], repeat: int) -> float:
-    gc_was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        start = time.perf_counter()
-        for _ in range(repeat):
-            fn()
-        return time.perf_counter() - start
-    finally:
-        if gc_was_enabled:
-            gc.enable()
-
-
-def _calibrate(fn: Callable[[], object], min_time: float) -> int:
-    """How many repetitions of ``fn`` make a round last at least ``min_time``."""
-    repeat = 1
-    while (elapsed := _round(fn, repeat)) < min_time:
-        repeat = max(repeat * 2, int(repeat * min_time / max(elapsed, 1e-9) * 1.1))
-    return repeat
-
-
-def best_rates(
-    fns: dict[str, Callable[[], object]], rounds: int, min_time: float
-) -> dict[str, float]:
-    """Runs per second of each function: the best of ``rounds`` rounds, taking turns."""
-    repeats = {impl: _calibrate(fn, min_time) for impl, fn in fns.items()}
-    best = dict.fromkeys(fns, float("inf"))
-    for _ in range(rounds):
-        for impl, fn in fns.items():
-            best[impl] = min(best[impl], _round(fn, repeats[impl]))
-    return {impl: repeats[impl] / best[impl] for impl in fns}
-
-
-def emit(
-    figure: str, value: float, *, impl: str | None = None, target: float | None = None
-) -> None:
-    record: dict[str, Any] = {"bench": "codec10", "figure": figure}
-    if impl is not None:
-        record["impl"] = impl
-    record["value"] = value
-    if target is not None:
-        record["target"] = target
-    print(json.dumps(record), flush=True)
+emit = emitter("codec10")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -6,19 +6,25 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 BENCH = Path(__file__).resolve().parents[1] / "bench"
 
 
-def test_codec_bench_prints_every_figure() -> None:
+def quick_run(bench: str, timeout: float) -> list[dict[str, Any]]:
+    """The JSON lines of ``bench/<bench>.py --quick`` (which must exit 0)."""
     done = subprocess.run(
-        [sys.executable, str(BENCH / "codec.py"), "--quick"],
+        [sys.executable, str(BENCH / f"{bench}.py"), "--quick"],
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=timeout,
     )
     assert done.returncode == 0, done.stderr
-    lines = [json.loads(line) for line in done.stdout.splitlines()]
+    return [json.loads(line) for line in done.stdout.splitlines()]
+
+
+def test_codec_bench_prints_every_figure() -> None:
+    lines = quick_run("codec", timeout=120)
     figures = {(r["figure"], r.get("impl")) for r in lines}
     for op in ("encode", "decode"):
         for impl in ("amqpfuzz", "pamqp", "pika"):
@@ -29,14 +35,7 @@ def test_codec_bench_prints_every_figure() -> None:
 
 
 def test_codec10_bench_prints_every_figure() -> None:
-    done = subprocess.run(
-        [sys.executable, str(BENCH / "codec10.py"), "--quick"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert done.returncode == 0, done.stderr
-    lines = [json.loads(line) for line in done.stdout.splitlines()]
+    lines = quick_run("codec10", timeout=120)
     figures = {(r["figure"], r.get("impl")) for r in lines}
     for op in ("encode", "decode"):
         for impl in ("amqpfuzz", "proton"):
@@ -47,14 +46,7 @@ def test_codec10_bench_prints_every_figure() -> None:
 
 
 def test_strategies_bench_prints_generation_beside_round_trips() -> None:
-    done = subprocess.run(
-        [sys.executable, str(BENCH / "strategies.py"), "--quick"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert done.returncode == 0, done.stderr
-    lines = [json.loads(line) for line in done.stdout.splitlines()]
+    lines = quick_run("strategies", timeout=300)
     figures = {r["figure"]: r for r in lines if "mix" not in r}
     assert figures["round_trips_per_s"]["value"] > 0
     assert {r["mix"] for r in lines if r["figure"] == "cases_generated_per_s"} == {
@@ -66,14 +58,7 @@ def test_strategies_bench_prints_generation_beside_round_trips() -> None:
 
 
 def test_findings_bench_prints_signatures_over_time() -> None:
-    done = subprocess.run(
-        [sys.executable, str(BENCH / "findings.py"), "--quick"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert done.returncode == 0, done.stderr
-    lines = [json.loads(line) for line in done.stdout.splitlines()]
+    lines = quick_run("findings", timeout=300)
     assert [r["at_s"] for r in lines] == [5.0, 10.0]
     assert all(r["bench"] == "findings" and r["broker"] == "garagemq" for r in lines)
     assert lines[-1]["signatures"] >= lines[0]["signatures"] >= 1  # GarageMQ fails at once
