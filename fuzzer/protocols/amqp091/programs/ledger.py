@@ -38,16 +38,21 @@ class Problem:
 class Ledger:
     ready: deque[Stored] = field(default_factory=deque)
     loose: bool = False
+    # a dead consumer the broker has not let go of yet may take what is published next
+    lingering: bool = False
 
     def __len__(self) -> int:
         return len(self.ready)
 
     def append(self, message: Stored) -> None:
+        if self.lingering:
+            message.redelivered = None
+            self.loose = True
         self.ready.append(message)
 
     def clear(self) -> None:
         self.ready.clear()
-        self.loose = False
+        self.loose = self.lingering = False
 
     def requeue(self, messages: list[Stored]) -> None:
         """Deliveries that were not acknowledged go back to the head, marked redelivered."""

@@ -423,6 +423,7 @@ class Program:
         channel.basic_qos(prefetch_count=prefetch)
         consumer = Consumer(channel, prefetch)
         arrived: list[tuple[Any, bytes]] = []
+        before = self.pub.queue_declare(queue, passive=True).method.consumer_count
         channel.basic_consume(queue, lambda ch, m, p, b: arrived.append((m, b)))
         ledger = self.queues[queue]
 
@@ -451,6 +452,14 @@ class Program:
         # queue may come either way; those it held come again redelivered
         ledger.unsure(len(ledger))
         ledger.requeue([message for _, message in consumer.outstanding])
+        # until the broker has seen the connection die, its consumer still takes what is
+        # published next (and gives it back redelivered): wait for the consumer to be gone
+        deadline = time.monotonic() + 5
+        while self.pub.queue_declare(queue, passive=True).method.consumer_count > before:
+            if time.monotonic() > deadline:
+                ledger.lingering = True  # what comes next may come either way
+                break
+            time.sleep(0.01)
 
     @guarded
     def exclusive_refused(self, queue: str) -> None:
