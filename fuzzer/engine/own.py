@@ -79,6 +79,12 @@ class Flight:
     probing: bool  # the probe is out (else: waiting for the close the case should bring)
     echoes: int  # answers like the probe's the case itself asks for
     opened: bool  # the control channel's opening went out
+    lingers: float = 0.0  # the probe answered: until when to wait for a late close (0: not)
+
+    @property
+    def wakes(self) -> float:
+        """When it is due at the latest."""
+        return min(self.deadline, self.lingers) if self.lingers else self.deadline
 
 
 class OwnConnections:
@@ -149,7 +155,7 @@ class OwnConnections:
             for connection in buffered:
                 connection.pump(0)
             return
-        left = max(0.0, min(f.deadline for f in flying) - time.monotonic())
+        left = max(0.0, min(f.wakes for f in flying) - time.monotonic())
         ready, _, _ = select.select([c.sock for c in live], [], [], left)
         for connection in live:
             if connection.sock in ready:
@@ -171,7 +177,20 @@ class OwnConnections:
             connection.send(probe)
             flight.probing, flight.deadline, flight.opened = True, now + self.timeout, True
             return False
-        return connection.ended is not None or now >= flight.deadline or self._answered(flight)
+        if connection.ended is not None or now >= flight.deadline:
+            return True
+        if flight.lingers:
+            return now >= flight.lingers or self.driver.control + 1 in connection.closed_channels
+        if not self._answered(flight):
+            return False
+        # accepted, from a target seen to close for such a case: a while longer, in flight
+        # (a busy RabbitMQ finds some hard errors in a channel's own process, after it
+        # answered the probe)
+        late = flight.case.kills_connection and self.settling.closes(flight.case)
+        if not late or self.driver.control in connection.closed_channels:
+            return True
+        flight.lingers = now + max(self.grace, self.settling.seconds)
+        return False
 
     def _answered(self, flight: Flight) -> bool:
         """The probe's answer is in (beyond the case's own answers like it), or the control
@@ -191,11 +210,8 @@ class OwnConnections:
         frames, end = connection.collect(control, replies, 0.0, flight.echoes)
         if isinstance(end, Outcome) and end.kind == "timeout":
             end = Outcome("timeout", text=f"no {' or '.join(replies)} in {self.timeout:g} s")
-        if not isinstance(end, Outcome):  # accepted: a close may still be on its way
-            # from a target seen to close for such a case, a while longer (a busy RabbitMQ
-            # finds some hard errors in a channel's own process, after it answered the probe)
-            late = case.kills_connection and self.settling.closes(case)
-            connection.pump(max(self.grace, self.settling.seconds) if late else self.grace)
+        if not isinstance(end, Outcome):  # accepted: a close may have come meanwhile
+            connection.pump(0.0 if flight.lingers else self.grace)
             if connection.ended is not None:
                 end = connection.ended
             elif control + 1 in connection.closed_channels:  # the case's closed channel

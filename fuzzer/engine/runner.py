@@ -129,7 +129,7 @@ class Runner(OwnConnections):
         self.lanes = [Lane() for _ in range(max(1, lanes))]
         self.frame_max = 131072
         self._spares: deque[Future[Connection]] = deque()
-        self._executor = ThreadPoolExecutor(max_workers=8, thread_name_prefix="amqpfuzz-spares")
+        self._executor = ThreadPoolExecutor(max_workers=32, thread_name_prefix="amqpfuzz-spares")
         self.created: set[tuple[str, Name]] = set()  # what the run's cases made, to delete
         self.settling = Settling(settle)
         self.traffic: list[Sent] = []  # what the last batch sent

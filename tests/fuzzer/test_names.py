@@ -75,3 +75,33 @@ def exists(target: Target, name: bytes) -> bool:
     answer = connection.wait(1, ("exchange.declare-ok",), 5.0)
     connection.abort()
     return not isinstance(answer, Outcome)
+
+
+def test_cleanup_deletes_names_in_rounds_past_refusals(rabbitmq: Broker) -> None:
+    """More names than a round's channels, with a refusal and a name already gone among them:
+    every one that exists is deleted, the refused one is said to be left, and the channel the
+    refusal closed is opened again for the rounds after it."""
+    target = parse_target(rabbitmq.url)
+    queues = [f"amqpfuzz-rounds-{i:03}" for i in range(25)]
+    # exclusive to their connection (resource-locked), on channels of the second round that
+    # the first left open
+    locked = [f"amqpfuzz-rounds-{i:03}-locked" for i in (4, 5)]
+    owner = Connection.open(target)
+    assert owner.open_channel(1) is None
+    for queue in queues:
+        assert not isinstance(owner.call(CODEC.method("queue.declare", 1, queue=queue)), Outcome)
+    for queue in locked:
+        declare = CODEC.method("queue.declare", 1, queue=queue, exclusive=True)
+        assert not isinstance(owner.call(declare), Outcome)
+    cleaner = Connection.open(target)
+    missing = "amqpfuzz-rounds-003-missing"  # not-found: gone already, not left over
+    left = cleaner.delete_entities([*queues, *locked, missing], [], timeout=5.0, window=4)
+    cleaner.close()
+    owner.close()
+    assert left == locked
+    check = Connection.open(target)
+    for channel, queue in enumerate(queues, 1):
+        assert check.open_channel(channel) is None
+        answer = check.call(CODEC.method("queue.declare", channel, queue=queue, passive=True))
+        assert isinstance(answer, Outcome) and answer.reply_code == 404, f"{queue} is left"
+    check.close()

@@ -387,30 +387,51 @@ class Connection:
         return None
 
     def delete_entities(
-        self, queues: Iterable[Name], exchanges: Iterable[Name], timeout: float = 5.0
+        self,
+        queues: Iterable[Name],
+        exchanges: Iterable[Name],
+        timeout: float = 5.0,
+        window: int = 100,
     ) -> list[Name]:
-        """Delete these queues and exchanges, one channel each (a refusal closes only that
-        channel); the names that could not be deleted (all that are left once the broker
-        stops answering)."""
-        todo = [("queue", name) for name in sorted(queues, key=repr)]
+        """Delete these queues and exchanges, ``window`` at a time, each on a channel of its
+        own (a refusal closes only that channel; the others stay open for the next round);
+        the names that could not be deleted (all that are left once the broker stops
+        answering)."""
+        todo = deque([("queue", name) for name in sorted(queues, key=repr)])
         todo += [("exchange", name) for name in sorted(exchanges, key=repr)]
         left: list[Name] = []
         gone = self.codec.spec.constant("not-found").value  # deleted already: not left over
-        channel = 1
-        for index, (kind, name) in enumerate(todo):
-            if self.open_channel(channel, timeout) is not None:
-                return left + [n for _, n in todo[index:]]
-            reply = self._delete(kind, name, channel, timeout)
-            if isinstance(reply, Outcome) and reply.reply_code != gone:
-                left.append(name)
-                if reply.kind == "timeout" or self.ended is not None:
-                    return left + [n for _, n in todo[index + 1 :]]
-            channel = channel % 2000 + 1
+        window = max(1, min(window, self.channel_max or window))
+        while todo:
+            batch = [todo.popleft() for _ in range(min(window, len(todo)))]
+            out = []
+            opening = [c not in self.open_channels for c in range(1, len(batch) + 1)]
+            for channel, (kind, name) in enumerate(batch, 1):
+                if opening[channel - 1]:
+                    self.inbox.pop(channel, None)
+                    self.closed_channels.pop(channel, None)
+                    out.append(self.codec.encode(self.codec.method("channel.open", channel)))
+                out.append(self._delete_frame(kind, name, channel))
+            self.send(b"".join(out))
+            for channel, (kind, name) in enumerate(batch, 1):
+                rest = [n for _, n in batch[channel:]] + [n for _, n in todo]
+                if opening[channel - 1]:  # (a refusal read meanwhile may have closed it)
+                    opened = self.wait(channel, ("channel.open-ok",), timeout)
+                    if isinstance(opened, Outcome):
+                        return [*left, name, *rest]
+                    self.open_channels.add(channel)
+                reply = self.wait(channel, (f"{kind}.delete-ok",), timeout)
+                if isinstance(reply, Outcome):
+                    self.open_channels.discard(channel)
+                    if reply.reply_code != gone:
+                        left.append(name)
+                    if reply.kind == "timeout" or self.ended is not None:
+                        return left + rest
         return left
 
-    def _delete(self, kind: str, name: Name, channel: int, timeout: float) -> MethodFrame | Outcome:
+    def _delete_frame(self, kind: str, name: Name, channel: int) -> bytes:
         if isinstance(name, str):
-            return self.call(self.codec.method(f"{kind}.delete", channel, **{kind: name}), timeout)
+            return self.codec.encode(self.codec.method(f"{kind}.delete", channel, **{kind: name}))
         # a name that is not UTF-8 (a lenient broker took one): the same bytes, unchecked
         method = self.codec.spec.method(f"{kind}.delete")
         values = [
@@ -420,8 +441,7 @@ class Connection:
         payload = raw.method_payload(
             method.class_index, method.index, raw.arguments(method, values)
         )
-        self.send(raw.frame(self.codec.frame_method, channel, payload))
-        return self.wait(channel, (f"{kind}.delete-ok",), timeout)
+        return raw.frame(self.codec.frame_method, channel, payload)
 
     @property
     def alive(self) -> bool:
