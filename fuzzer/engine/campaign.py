@@ -20,6 +20,7 @@ import math
 import random
 import time
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -69,7 +70,7 @@ class CampaignSettings:
     duration: float | None = 60.0
     max_examples: int | None = None  # cases, all targets together counted once
     seed: int = 0
-    batch: int = 200
+    batch: int = 400
     valid_share: float = 0.25
     operators: tuple[str, ...] | None = None
     timeout: float = 5.0
@@ -223,9 +224,22 @@ class Campaign:
         return self.stats
 
     def _generate(self) -> None:
+        """Batches one behind the other: while the runner sends one (in a thread of its own,
+        which mostly waits on sockets), the one before it is judged and Hypothesis draws the
+        next, so the broker is never idle while we think. A batch that brought the broker down
+        is dealt with (restart, triage) before the next is sent."""
         batch = self.config.batch
         count = math.ceil(self.config.max_examples / batch) if self.config.max_examples else 10**9
         batches = fuzz_batches(batch, **self._case_options())
+        sending: list[tuple[list[Case], Future[dict[str, list[Result]]]]] = []
+        pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="amqpfuzz-batch")
+
+        def landed() -> tuple[list[Case], dict[str, list[Result]]] | None:
+            """The batch being sent, once sent, its crashes dealt with."""
+            if not sending:
+                return None
+            cases, future = sending.pop()
+            return cases, self._after_runs(future.result())
 
         @hypothesis_seed(self.config.seed)
         @settings(
@@ -240,16 +254,31 @@ class Campaign:
         def campaign(drawn: list[Case]) -> None:
             if time.monotonic() > self._deadline or self.stats.broker_down:
                 raise CampaignOver
+            before = landed()
+            sent = len(before[0]) if before else 0
             drawn = self._steer(drawn)[: self._batch]
             if self.config.max_examples:
-                drawn = drawn[: self.config.max_examples - self.stats.cases]
-            if drawn:
-                self.run_batch(drawn)
-            if self.config.max_examples and self.stats.cases >= self.config.max_examples:
+                drawn = drawn[: self.config.max_examples - self.stats.cases - sent]
+            if drawn and not self.stats.broker_down:
+                sending.append((drawn, pool.submit(self._runs, drawn)))
+            if before is not None:
+                self._judge_batch(*before)
+            if self.stats.broker_down:
+                raise CampaignOver
+            if (
+                self.config.max_examples
+                and self.stats.cases + len(drawn) >= self.config.max_examples
+            ):
                 raise CampaignOver
 
-        with contextlib.suppress(CampaignOver):  # the budget is spent: the normal end
-            campaign()
+        try:
+            with contextlib.suppress(CampaignOver):  # the budget is spent: the normal end
+                campaign()
+            last = landed()
+            if last is not None:
+                self._judge_batch(*last)
+        finally:
+            pool.shutdown(wait=True)
 
     def _steer(self, cases: list[Case]) -> list[Case]:
         """Spend the budget elsewhere than on what is known to crash or hang the broker: a
@@ -270,17 +299,31 @@ class Campaign:
         """Run ``cases`` on every target and judge them; the events emitted for them (a
         :class:`~.events.CaseJudged` per case and target, then any divergences). A crash is
         recorded once, with how often it happened, when the campaign ends."""
-        judged: list[Judged] = []
-        outcomes: dict[str, list[Result]] = {}
+        return self._judge_batch(cases, self._after_runs(self._runs(cases)))
+
+    def _runs(self, cases: list[Case]) -> dict[str, list[Result]]:
+        """What came of ``cases`` on each target, with the traffic each runner sent."""
+        runs: dict[str, list[Result]] = {}
         for run in self.targets:
             assert run.runner is not None
-            results = run.runner.run(cases)
+            runs[run.label] = run.runner.run(cases)
+        return runs
+
+    def _after_runs(self, runs: dict[str, list[Result]]) -> dict[str, list[Result]]:
+        """Each target's results once a crash among them is dealt with (:meth:`_after_batch`)."""
+        for run in self.targets:
+            results = runs[run.label]
             if not any(went_down(r) for r in results):  # calm again: back towards full batches
                 self._batch = min(self.config.batch, self._batch * 2)
-            results = self._after_batch(run, results, tuple(run.runner.traffic))
-            outcomes[run.label] = results
+            assert run.runner is not None
+            runs[run.label] = self._after_batch(run, results, tuple(run.runner.traffic))
+        return runs
+
+    def _judge_batch(self, cases: list[Case], outcomes: dict[str, list[Result]]) -> list[Judged]:
+        judged: list[Judged] = []
+        for run in self.targets:
             crashes: set[str] = set()  # one crash per batch, whatever the cases it took down
-            judged += [self._judge(run, result, crashes) for result in results]
+            judged += [self._judge(run, result, crashes) for result in outcomes[run.label]]
         if len(self.targets) > 1:
             judged += self._compare(cases, outcomes)
         self.stats.cases += len(cases)
