@@ -190,7 +190,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     emit("channel_cases_vs_broker_lifecycles", channel / lifecycles)
     emit("channel_cases_vs_naive_pika", channel / naive_channel, target=1.5)
     emit("connection_cases_vs_naive_pika", connection / naive_connection, target=2.0)
-    emit("campaign_cases_vs_channel_cases", campaign / channel)
+    # issue 12's target: three times the default campaign's rate when it was filed (282 cases
+    # a second beside 2,900 channel-level ones, a ratio of 0.097)
+    emit("campaign_cases_vs_channel_cases", campaign / channel, target=0.29)
     return 0
 
 
