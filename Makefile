@@ -8,8 +8,9 @@ BIN := $(VENV)/bin
 # Debian packages the project needs: the brokers under test, a Java runtime (PySpark), Chromium
 # (the report's screenshot), openssl (the TLS broker's certificates), tshark (Wireshark's decoder
 # of captured AMQP frames, with text2pcap) and a C compiler with Python's headers (pip builds
-# python-qpid-proton from its source).
-DEBS := rabbitmq-server garagemq openjdk-17-jre-headless chromium openssl tshark gcc python3-dev
+# python-qpid-proton from its source), and the Qpid Proton example broker (an AMQP 1.0 peer).
+DEBS := rabbitmq-server garagemq openjdk-17-jre-headless chromium openssl tshark gcc python3-dev \
+  libqpid-proton11-dev-examples
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 STAMP := $(VENV)/.installed
 PACKAGES := spec strategies scenarios fuzzer reports

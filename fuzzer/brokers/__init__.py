@@ -8,10 +8,12 @@ from .processes import (
     Broker,
     BrokerError,
     GarageMQ,
+    QpidProton,
     RabbitMQ,
     free_port,
     log_tail,
     process_running,
+    refuses,
     throwaway,
 )
 from .targets import Target, TargetError, parse_target
@@ -22,6 +24,7 @@ __all__ = [
     "Broker",
     "BrokerError",
     "GarageMQ",
+    "QpidProton",
     "RabbitMQ",
     "Target",
     "TargetError",
@@ -29,5 +32,6 @@ __all__ = [
     "log_tail",
     "parse_target",
     "process_running",
+    "refuses",
     "throwaway",
 ]

@@ -1,4 +1,5 @@
-"""Throwaway brokers: a private RabbitMQ or GarageMQ on a free port, with its own data directory.
+"""Throwaway brokers: a private RabbitMQ, GarageMQ or Qpid Proton example broker on a free port,
+with its own data directory.
 
 A :class:`Broker` starts the Debian-packaged server as a child process, waits until it speaks
 AMQP, watches the process so that a crash is seen at once (:attr:`Broker.crashed`), keeps its
@@ -11,7 +12,11 @@ manager::
 
 RabbitMQ runs ``/usr/lib/rabbitmq/bin/rabbitmq-server`` directly (not Debian's wrapper, which
 switches to the rabbitmq user) as the current user, with ``HOME`` in its data directory for
-the Erlang cookie and a private epmd on its own port, so that nothing outlives it.
+the Erlang cookie and a private epmd on its own port, so that nothing outlives it; its AMQP 1.0
+plugin is enabled, so that it serves 1.0 on the same port (the protocol header decides). The Qpid
+Proton example broker (Debian's ``libqpid-proton11-dev-examples``), the reference
+implementation's own peer, serves 1.0 only: it runs under this Python, whose
+``python-qpid-proton`` it imports, and keeps its queues in memory.
 """
 
 from __future__ import annotations
@@ -42,10 +47,12 @@ __all__ = [
     "Broker",
     "BrokerError",
     "GarageMQ",
+    "QpidProton",
     "RabbitMQ",
     "free_port",
     "log_tail",
     "process_running",
+    "refuses",
     "throwaway",
 ]
 
@@ -53,6 +60,7 @@ GUARDIAN = Path(__file__).with_name("guardian.py")
 RABBITMQ_SERVER = "/usr/lib/rabbitmq/bin/rabbitmq-server"
 RABBITMQCTL = "/usr/lib/rabbitmq/bin/rabbitmqctl"
 GARAGEMQ_CONFIG = "/etc/garagemq/config.yaml"
+PROTON_BROKER = "/usr/share/proton/examples/python/broker.py"
 
 
 class BrokerError(AmqpfuzzError):
@@ -93,6 +101,7 @@ class Broker:
     executable = ""
     more_ports: tuple[str, ...] = ()  # ports besides AMQP's, kept for `amqpfuzz broker stop`
     serves_tls = False  # whether it can have a TLS listener (amqps://) beside the plain one
+    protocols: tuple[str, ...] = ("0-9-1", "0-9", "0-8")  # what it can be fuzzed with
 
     def __init__(
         self, port: int | None = None, directory: Path | None = None, *, tls: bool = False
@@ -322,6 +331,7 @@ class RabbitMQ(Broker):
     executable = RABBITMQ_SERVER
     more_ports = ("dist_port", "epmd_port")
     serves_tls = True
+    protocols = ("0-9-1", "0-9", "0-8", "1.0")
 
     def __init__(
         self, port: int | None = None, directory: Path | None = None, *, tls: bool = False
@@ -332,7 +342,7 @@ class RabbitMQ(Broker):
         self.node = f"amqpfuzz{self.port}@localhost"
 
     def configure(self) -> None:
-        (self.directory / "enabled_plugins").write_text("[].\n")
+        (self.directory / "enabled_plugins").write_text("[rabbitmq_amqp1_0].\n")
         (self.directory / "rabbitmq.conf").write_text(
             f"listeners.tcp.default = {self.port}\n"
             "loopback_users = none\n"
@@ -439,7 +449,33 @@ class GarageMQ(Broker):
         ]
 
 
-BROKERS: dict[str, type[Broker]] = {"rabbitmq": RabbitMQ, "garagemq": GarageMQ}
+class QpidProton(Broker):
+    """Qpid Proton's example broker: AMQP 1.0 only, any credentials (SASL ANONYMOUS or PLAIN)."""
+
+    kind = "qpid-proton"
+    executable = PROTON_BROKER
+    protocols = ("1.0",)
+
+    def command(self) -> list[str]:
+        return [sys.executable, PROTON_BROKER, "-a", f"127.0.0.1:{self.port}"]
+
+    def environment(self) -> dict[str, str]:
+        return {**os.environ, "PYTHONUNBUFFERED": "1"}
+
+
+BROKERS: dict[str, type[Broker]] = {
+    "rabbitmq": RabbitMQ,
+    "garagemq": GarageMQ,
+    "qpid-proton": QpidProton,
+}
+
+
+def refuses(kind: str, protocol: str) -> str | None:
+    """Why a throwaway broker of ``kind`` cannot be fuzzed with ``protocol`` (None: it can)."""
+    served = BROKERS[kind].protocols
+    if protocol in served:
+        return None
+    return f"a throwaway {kind} does not serve AMQP {protocol} (it serves {', '.join(served)})"
 
 
 @contextlib.contextmanager

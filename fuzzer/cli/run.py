@@ -22,7 +22,7 @@ from rich.console import Console
 
 from amqpfuzz.spec import DEFAULT_PROTOCOL, PROTOCOLS
 
-from ..brokers import BROKERS, Broker, Target, parse_target, throwaway
+from ..brokers import BROKERS, Broker, Target, parse_target, refuses, throwaway
 from ..brokers.profiles import find_profile
 from ..engine.campaign import CampaignSettings
 from ..engine.events import (
@@ -139,6 +139,8 @@ def _run(
     if urls and kind:
         raise BadInput("give --url or --broker, not both")
     driver_for(protocol)  # a protocol amqpfuzz cannot drive is bad input, said now
+    if (why := refuses(kind or "rabbitmq", protocol)) and not urls:
+        raise BadInput(why)
     if profile:
         find_profile(profile)  # a bad name or file is bad input, said now
     seed = seed if seed is not None else secrets.randbelow(2**32)

@@ -26,7 +26,7 @@ from rich.table import Table
 from amqpfuzz.scenarios import PROTOCOLS, Scenario, load_all, select
 from amqpfuzz.spec import DEFAULT_PROTOCOL
 
-from ..brokers import BROKERS, parse_target, throwaway
+from ..brokers import BROKERS, parse_target, refuses, throwaway
 from ..brokers.profiles import find_profile
 from ..engine.conformance import ConformanceRun, ScenarioTarget, failing
 from ..engine.events import Emitter, ScenarioJudged
@@ -106,6 +106,9 @@ def _scenarios(
         raise BadInput(f"-k {keyword!r} selects no scenario (see amqpfuzz scenarios --list)")
     if profile:
         find_profile(profile)  # a bad name or file is bad input, said now
+    for kind in kinds:
+        if why := refuses(kind, protocol or DEFAULT_PROTOCOL):
+            raise BadInput(why)
     targets = [
         ScenarioTarget(target, profile_name=profile)
         for target in url_targets(urls, allow_remote, ca_file, insecure)
