@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from .markers import CAPABILITIES, CLASSES, MARKERS
-from .options import CACHE_KEY, KEY, Options, add_options, options_of, resolve
+from .options import BROKERS, CACHE_KEY, KEY, Options, add_options, options_of, resolve
 
 if TYPE_CHECKING:  # the heavy parts, for the annotations only
     from ..brokers import Broker, Target
@@ -74,12 +74,14 @@ def _check(options: Options) -> None:
     """Bad input is one line (pytest.UsageError), before anything starts."""
     from amqpfuzz.spec import AmqpfuzzError
 
-    from ..brokers import parse_target
+    from ..brokers import parse_target, refuses
     from ..brokers.profiles import find_profile
     from ..protocols import driver_for
 
     try:
         driver_for(options.protocol)
+        if not options.urls and (why := refuses(options.broker or "rabbitmq", options.protocol)):
+            raise pytest.UsageError(why)
         for url in options.urls:
             parse_target(url, allow_remote=options.allow_remote)
         if options.profile is not None:
@@ -208,7 +210,8 @@ def amqp_broker(pytestconfig: pytest.Config) -> Broker:
     """The session's throwaway broker (--amqp-broker; a RabbitMQ when no target is named)."""
     broker = session_of(pytestconfig).broker()
     if broker is None:
-        pytest.fail("amqp_broker needs a throwaway broker: --amqp-broker rabbitmq|garagemq")
+        kinds = "|".join(BROKERS)
+        pytest.fail(f"amqp_broker needs a throwaway broker: --amqp-broker {kinds}")
     return broker
 
 

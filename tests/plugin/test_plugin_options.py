@@ -114,6 +114,7 @@ def test_profile_and_flag_precedence(
     ("args", "words"),
     [
         (["--amqp-broker", "activemq"], "unknown broker 'activemq'"),
+        (["--amqp-broker", "qpid-proton"], "qpid-proton does not serve AMQP 0-9-1"),
         (["--amqp-url", "http://127.0.0.1/"], "the scheme must be amqp:// or amqps://"),
         (["--amqp-url", "amqp://guest:pw@192.0.2.1/"], "say --amqp-allow-remote"),
         (["--amqp-seed", "soon"], "'soon' is not a seed"),
