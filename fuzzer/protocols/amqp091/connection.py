@@ -10,15 +10,13 @@ the oracles.
 
 from __future__ import annotations
 
-import contextlib
-import select
 import socket
 import time
 from collections import deque
 from collections.abc import Iterable
 from typing import Any
 
-from amqpfuzz.spec import DEFAULT_PROTOCOL, RemoteProtocolError
+from amqpfuzz.spec import DEFAULT_PROTOCOL
 from amqpfuzz.spec.amqp091.codec import (
     Codec,
     Frame,
@@ -31,7 +29,8 @@ from amqpfuzz.spec.amqp091.codec import (
 from amqpfuzz.spec.amqp091.model import ZERO_VALUES
 
 from ...brokers import Target
-from ..base import AuthenticationFailed, ConnectionFailed, Name, Outcome, Unreachable
+from ..base import AuthenticationFailed, ConnectionFailed, Name, Outcome
+from ..stream import Stream, open_socket
 
 __all__ = ["CLIENT_PROPERTIES", "Connection", "closed_by"]
 
@@ -55,7 +54,7 @@ def closed_by(frame: MethodFrame) -> Outcome:
     )
 
 
-class Connection:
+class Connection(Stream):
     """One open AMQP connection (after the handshake).
 
     Frames arriving on a channel wait in :attr:`inbox`; a broker's ``channel.close`` is
@@ -64,15 +63,11 @@ class Connection:
     """
 
     def __init__(self, sock: socket.socket, codec: Codec, frame_max: int, channel_max: int) -> None:
-        self.sock = sock
+        super().__init__(sock)
         self.codec = codec
         self.frame_max = frame_max
         self.channel_max = channel_max
         self.reader: FrameReader = codec.reader(frame_max=frame_max)
-        self.inbox: dict[int, deque[Frame]] = {}
-        self.closed_channels: dict[int, Outcome] = {}
-        self.open_channels: set[int] = set()
-        self.ended: Outcome | None = None
         self.server_properties: dict[str, object] = {}
         self._close_ok = codec.spec.method("channel.close-ok")
 
@@ -115,14 +110,7 @@ class Connection:
     ) -> Connection:
         """Only the socket (TLS for amqps://): the caller speaks the protocol from the header on."""
         codec = codec_for(protocol)
-        try:
-            sock = socket.create_connection((target.host, target.port), timeout=timeout)
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            context = target.ssl_context()
-            if context is not None:
-                sock = context.wrap_socket(sock, server_hostname=target.host)
-        except OSError as exc:
-            raise Unreachable(f"{target.safe_url}: cannot connect: {exc.strerror or exc}") from None
+        sock = open_socket(target, timeout)
         return cls(sock, codec, frame_max, channel_max)
 
     def _handshake(
@@ -271,47 +259,10 @@ class Connection:
 
     # -- sending ---------------------------------------------------------------------------
 
-    def send(self, data: bytes) -> bool:
-        """Write bytes; False if the socket is already closed (a result, not an error)."""
-        try:
-            self.sock.sendall(data)
-        except OSError:
-            self._end(Outcome("socket-close", text="closed while sending"))
-            return False
-        return True
-
     def send_frame(self, frame: Frame) -> bool:
         return self.send(self.codec.encode(frame))
 
     # -- receiving -------------------------------------------------------------------------
-
-    def pump(self, timeout: float) -> bool:
-        """Read what arrives within ``timeout`` and file it; False if nothing came."""
-        if self.ended is not None:
-            return False
-        try:
-            ready, _, _ = select.select([self.sock], [], [], timeout)
-            if not ready and not self._pending_tls():
-                return False
-            data = self.sock.recv(262144)
-        except OSError as exc:
-            self._end(Outcome("socket-close", text=str(exc)))
-            return True
-        if not data:
-            self._end(Outcome("socket-close", text="the broker closed the socket"))
-            return True
-        try:
-            frames = self.reader.feed(data)
-        except RemoteProtocolError as exc:
-            self._end(Outcome("bad-frame", text=str(exc)))
-            return True
-        for frame in frames:
-            self._file(frame)
-        return True
-
-    def _pending_tls(self) -> bool:
-        pending = getattr(self.sock, "pending", None)
-        return bool(pending and pending())
 
     def _file(self, frame: Frame) -> None:
         channel = getattr(frame, "channel", 0)
@@ -326,53 +277,17 @@ class Connection:
                 self.open_channels.discard(channel)
         self.inbox.setdefault(channel, deque()).append(frame)
 
-    def _end(self, outcome: Outcome) -> None:
-        if self.ended is None:
-            self.ended = outcome
-        with contextlib.suppress(OSError):
-            self.sock.close()
-
-    def collect(
-        self, channel: int, names: tuple[str, ...], timeout: float, skip: int = 0
-    ) -> tuple[list[Frame], MethodFrame | Outcome]:
-        """Frames on ``channel`` up to the first method named ``names`` (excluded) after
-        ``skip`` others so named, and that method, or the Outcome that came instead (a close,
-        the socket, a timeout)."""
-        seen: list[Frame] = []
-        deadline = time.monotonic() + timeout
-        while True:
-            queue = self.inbox.get(channel)
-            while queue:
-                frame = queue.popleft()
-                if isinstance(frame, MethodFrame):
-                    if frame.name in names and skip == 0:
-                        return seen, frame
-                    if frame.name in names:
-                        skip -= 1  # an answer to the case itself: it stays among the frames
-                    if frame.name == "channel.close":
-                        return seen, self.closed_channels.get(channel) or closed_by(frame)
-                seen.append(frame)
-            if self.ended is not None:
-                return seen, self.ended
-            left = deadline - time.monotonic()
-            if left <= 0 and not self.pump(0):  # what already arrived still counts
-                return seen, Outcome("timeout", text=f"no {' or '.join(names)} in {timeout:g} s")
-            if left > 0:
-                self.pump(left)
-
-    def wait(self, channel: int, names: tuple[str, ...], timeout: float) -> MethodFrame | Outcome:
-        """The next method named ``names`` on ``channel``, or the Outcome that came instead.
-
-        Frames on the channel before it are discarded (deliveries, returns); a close of the
-        channel or the connection, the socket closing, or ``timeout`` end the wait.
-        """
-        return self.collect(channel, names, timeout)[1]
+    def _stops(self, channel: int, frame: Any) -> Outcome | None:
+        if isinstance(frame, MethodFrame) and frame.name == "channel.close":
+            return self.closed_channels.get(channel) or closed_by(frame)
+        return None
 
     def call(self, frame: MethodFrame, timeout: float = 5.0) -> MethodFrame | Outcome:
         """Send a synchronous method and wait for one of its responses."""
         self.send_frame(frame)
         responses = tuple(f"{frame.method.class_name}.{r}" for r in frame.method.responses)
-        return self.wait(frame.channel, responses, timeout)
+        reply: MethodFrame | Outcome = self.wait(frame.channel, responses, timeout)
+        return reply
 
     # -- channels and closing --------------------------------------------------------------
 
@@ -443,10 +358,6 @@ class Connection:
         )
         return raw.frame(self.codec.frame_method, channel, payload)
 
-    @property
-    def alive(self) -> bool:
-        return self.ended is None
-
     def close(self, timeout: float = 2.0) -> None:
         """Close politely (connection.close, wait for close-ok), then the socket."""
         if self.ended is None:
@@ -455,6 +366,3 @@ class Connection:
             )
             self.wait(0, ("connection.close-ok",), timeout)
         self.abort()
-
-    def abort(self) -> None:
-        self._end(Outcome("socket-close", text="closed by us"))

@@ -1,0 +1,256 @@
+"""A raw AMQP 1.0 client connection: our codec over a socket, nothing refused.
+
+:meth:`Connection.open` logs in (the SASL layer: PLAIN where offered and credentials given,
+else ANONYMOUS; or none) and opens the connection; :meth:`Connection.send` writes any bytes;
+what arrives is filed by *our* channel: each endpoint numbers its own channels, so a frame on the
+peer's channel goes to the session its ``begin`` named in ``remote-channel``. The peer's ``end``
+and ``close`` are answered the way a client must. What a case led to is an :class:`Outcome`: a
+reply, ``session-close`` or ``link-close`` (an ``end`` or ``detach`` carrying an error),
+``connection-close`` (with the error's condition, if any), the socket closing, a timeout.
+"""
+
+from __future__ import annotations
+
+import socket
+import time
+from collections import deque
+from typing import Any
+
+from amqpfuzz.spec.amqp10.codec import (
+    AMQP,
+    SASL,
+    Codec,
+    Composite,
+    Frame,
+    FrameReader,
+    Header,
+    Symbol,
+    UInt,
+    UShort,
+    codec_for,
+)
+
+from ...brokers import Target
+from ..base import AuthenticationFailed, ConnectionFailed, Outcome
+from ..stream import Stream, open_socket
+
+__all__ = ["MECHANISMS", "PEER_CHANNELS", "Connection", "error_of"]
+
+MECHANISMS = ("PLAIN", "ANONYMOUS")  # the SASL mechanisms amqpfuzz can log in with
+PEER_CHANNELS = 0x10000  # a session the peer began itself is filed at its channel plus this
+FRAME_SIZE = 131072  # the max-frame-size we announce
+CHANNEL_MAX = 0xFFFF
+
+
+def error_of(kind: str, body: Composite, text: str) -> Outcome:
+    """The outcome a peer's ``close``, ``end`` or ``detach`` says: its error's condition and
+    description, if it carries one."""
+    error = body["error"]
+    if error is None:
+        return Outcome(kind, text=text)
+    description = error["description"]
+    return Outcome(kind, condition=str(error["condition"]), text=str(description or text))
+
+
+class Connection(Stream):
+    """One open 1.0 connection (after the SASL layer and ``open``)."""
+
+    def __init__(self, sock: socket.socket, codec: Codec) -> None:
+        super().__init__(sock)
+        self.codec = codec
+        self.reader: FrameReader = codec.reader(FRAME_SIZE)
+        self.frame_max = FRAME_SIZE
+        self.channel_max = CHANNEL_MAX
+        self.peer_open: Composite | None = None
+        self.mechanisms: tuple[str, ...] = ()  # what the peer offered (none: no SASL layer)
+        self.mechanism = ""  # what we logged in with
+        self.peers: dict[int, int] = {}  # the peer's channel -> ours
+        self._ending: set[int] = set()  # our channels whose end we sent
+        self._closing = False
+
+    # -- opening ---------------------------------------------------------------------------
+
+    @classmethod
+    def open(
+        cls,
+        target: Target,
+        *,
+        timeout: float = 10.0,
+        sasl: str | None = "auto",
+        container_id: str = "amqpfuzz",
+    ) -> Connection:
+        """Connect, log in and open. ``sasl``: ``auto`` (PLAIN if the peer offers it, else
+        ANONYMOUS), a mechanism of :data:`MECHANISMS`, or None (no SASL layer)."""
+        connection = cls(open_socket(target, timeout), codec_for("1.0"))
+        try:
+            if sasl is not None:
+                connection._login(target, sasl, timeout)
+            connection._open(target, container_id, timeout)
+        except BaseException:
+            connection.abort()
+            raise
+        return connection
+
+    def _login(self, target: Target, sasl: str, timeout: float) -> None:
+        self.send(Header(SASL).encode())
+        self._header(target, SASL, timeout)
+        offered = self._expect(target, "sasl-mechanisms", timeout)["sasl-server-mechanisms"]
+        self.mechanisms = tuple(str(m) for m in getattr(offered, "items", (offered,)))
+        usable = [m for m in MECHANISMS if m in self.mechanisms and sasl in ("auto", m)]
+        if not usable:
+            raise ConnectionFailed(
+                f"{target.safe_url}: the broker offers SASL {', '.join(self.mechanisms)}; "
+                f"amqpfuzz logs in with {' or '.join(MECHANISMS if sasl == 'auto' else (sasl,))}"
+            )
+        self.mechanism = usable[0]
+        response = b""
+        if self.mechanism == "PLAIN":
+            response = b"\x00" + target.user.encode() + b"\x00" + target.password.encode()
+        init = self.codec.composite(
+            "sasl-init",
+            mechanism=Symbol(self.mechanism),
+            initial_response=response,
+            hostname=target.host,
+        )
+        self.send(self.codec.frame(init))
+        outcome = self._expect(target, "sasl-outcome", timeout)
+        if outcome["code"] != 0:
+            raise AuthenticationFailed(
+                f"{target.safe_url}: the broker refused the {self.mechanism} login "
+                f"(sasl-outcome code {outcome['code']})"
+            )
+
+    def _open(self, target: Target, container_id: str, timeout: float) -> None:
+        hostname = target.host if target.vhost == "/" else f"vhost:{target.vhost}"
+        opening = self.codec.composite(
+            "open",
+            container_id=container_id,
+            hostname=hostname,
+            max_frame_size=UInt(FRAME_SIZE),
+            channel_max=UShort(CHANNEL_MAX),
+        )
+        self.send(Header(AMQP).encode() + self.codec.frame(opening))
+        self._header(target, AMQP, timeout)
+        self.peer_open = self._expect(target, "open", timeout)
+        size = self.peer_open["max-frame-size"]
+        self.frame_max = min(FRAME_SIZE, int(size)) if size is not None else FRAME_SIZE
+        most = self.peer_open["channel-max"]
+        self.channel_max = min(CHANNEL_MAX, int(most)) if most is not None else CHANNEL_MAX
+
+    def _header(self, target: Target, protocol_id: int, timeout: float) -> None:
+        got = self._next(target, timeout)
+        if got == Header(protocol_id):
+            return
+        if not isinstance(got, Header):
+            raise ConnectionFailed(f"{target.safe_url}: a protocol header expected, got {got!r}")
+        said = f"AMQP {got.protocol_id} {got.major}-{got.minor}-{got.revision}"
+        if got.major != 1:
+            raise ConnectionFailed(
+                f"{target.safe_url}: the broker does not speak AMQP 1.0 (it answered {said})"
+            )
+        layer = "SASL" if protocol_id == SASL else "plain"
+        raise ConnectionFailed(
+            f"{target.safe_url}: the broker answered a {layer} AMQP 1.0 header with {said}"
+        )
+
+    def _expect(self, target: Target, name: str, timeout: float) -> Composite:
+        got = self._next(target, timeout)
+        if not isinstance(got, Frame) or got.name != name or got.body is None:
+            raise ConnectionFailed(f"{target.safe_url}: {name} expected, the broker sent {got!r}")
+        return got.body
+
+    def _next(self, target: Target, timeout: float) -> Header | Frame:
+        """The next header or frame of the handshake (on channel 0)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            box = self.inbox.get(0)
+            if box:
+                item: Header | Frame = box.popleft()
+                return item
+            if self.ended is not None:
+                if self.ended.kind == "bad-frame" and self.mechanism == "":
+                    raise ConnectionFailed(
+                        f"{target.safe_url}: the broker does not speak AMQP 1.0 ({self.ended})"
+                    )
+                raise ConnectionFailed(f"{target.safe_url}: handshake failed: {self.ended}")
+            if time.monotonic() >= deadline:
+                raise ConnectionFailed(f"{target.safe_url}: no answer within {timeout:.0f} s")
+            self.pump(max(0.0, deadline - time.monotonic()))
+
+    # -- sessions --------------------------------------------------------------------------
+
+    def begin_frame(self, channel: int) -> bytes:
+        """A ``begin`` of a session of ours on ``channel`` (its answer is the peer's begin)."""
+        self.inbox.pop(channel, None)
+        self.closed_channels.pop(channel, None)
+        self._ending.discard(channel)
+        begin = self.codec.composite(
+            "begin",
+            next_outgoing_id=UInt(0),
+            incoming_window=UInt(2048),
+            outgoing_window=UInt(2048),
+        )
+        return self.codec.frame(begin, channel)
+
+    def end_frame(self, channel: int) -> bytes:
+        """An ``end`` of our session on ``channel`` (the peer answers with its own)."""
+        self._ending.add(channel)
+        return self.codec.frame(self.codec.composite("end"), channel)
+
+    def begin(self, channel: int, timeout: float = 5.0) -> Outcome | None:
+        """Begin a session on ``channel``; None once the peer's begin answers it."""
+        self.send(self.begin_frame(channel))
+        reply = self.wait(channel, ("begin",), timeout)
+        if isinstance(reply, Outcome):
+            return reply
+        self.open_channels.add(channel)
+        return None
+
+    # -- receiving -------------------------------------------------------------------------
+
+    def _file(self, frame: Any) -> None:
+        if not isinstance(frame, Frame) or frame.type != 0 or frame.name == "open":
+            self.inbox.setdefault(0, deque()).append(frame)  # the handshake's: headers, SASL
+            return
+        body = frame.body
+        if body is None:
+            return  # an empty frame: the peer keeping the connection alive
+        if frame.name == "close":
+            if not self._closing:
+                self._closing = True
+                self.send(self.codec.frame(self.codec.composite("close")))
+            self._end(error_of("connection-close", body, "the broker closed the connection"))
+            return
+        ours = self.peers.get(frame.channel, frame.channel + PEER_CHANNELS)
+        if frame.name == "begin" and body["remote-channel"] is not None:
+            ours = int(body["remote-channel"])
+            self.peers[frame.channel] = ours
+        elif frame.name == "end":
+            self.peers.pop(frame.channel, None)
+            self.open_channels.discard(ours)
+            if body["error"] is not None:
+                self.closed_channels[ours] = error_of("session-close", body, "session ended")
+            if ours not in self._ending and ours < PEER_CHANNELS:
+                self.send(self.end_frame(ours))  # an end is answered with an end
+        self.inbox.setdefault(ours, deque()).append(frame)
+
+    def _stops(self, channel: int, frame: Any) -> Outcome | None:
+        if not isinstance(frame, Frame) or frame.body is None:
+            return None
+        if frame.name == "end" and frame.body["error"] is not None:
+            return self.closed_channels.get(channel) or error_of("session-close", frame.body, "")
+        if frame.name == "detach" and frame.body["error"] is not None:
+            return error_of("link-close", frame.body, "link detached")
+        return None
+
+    # -- ending ----------------------------------------------------------------------------
+
+    def close(self, timeout: float = 2.0) -> None:
+        """Close politely (``close``, wait for the peer's), then the socket."""
+        if self.ended is None:
+            self._closing = True
+            self.send(self.codec.frame(self.codec.composite("close")))
+            deadline = time.monotonic() + timeout
+            while self.ended is None and time.monotonic() < deadline:
+                self.pump(max(0.0, deadline - time.monotonic()))
+        self.abort()
