@@ -148,9 +148,15 @@ with throwaway("garagemq") as broker:
 
 
 def test_what_a_dead_owner_and_guardian_left_is_swept(tmp_path: Path) -> None:
-    """As after a machine crash: the owner and its guardian gone, the broker left running."""
+    """As after a machine crash: the owner and its guardian gone, the broker left running.
+    (Its directory is in the test's own temporary directory: a throwaway started by a test on
+    another xdist worker sweeps the real one, and would remove it before it is looked at.)"""
     owner = subprocess.Popen(
-        [sys.executable, "-c", OWNER], stdout=subprocess.PIPE, text=True, start_new_session=True
+        [sys.executable, "-c", OWNER],
+        stdout=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        env={**os.environ, "TMPDIR": str(tmp_path)},
     )
     try:
         assert owner.stdout is not None
@@ -167,8 +173,9 @@ def test_what_a_dead_owner_and_guardian_left_is_swept(tmp_path: Path) -> None:
         (earlier / "owner.json").write_text(json.dumps({"guarded": True, "boot": "earlier"}))
         detached = Path(tempfile.mkdtemp(prefix="amqpfuzz-garagemq-", dir=tmp_path))
         (detached / "owner.json").write_text(json.dumps({"guarded": False, "boot": "earlier"}))
-        sweep()  # the real temporary directory, as every throwaway start does (any test's may)
-        assert set(sweep(tmp_path)) == {earlier}
+        sweep()  # the real temporary directory, as every throwaway start does: not ours
+        assert directory.exists()
+        assert set(sweep(tmp_path)) == {directory, earlier}
         assert_nothing_left(directory, state, [])
         assert detached.exists() and not earlier.exists()
     finally:
