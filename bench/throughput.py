@@ -17,6 +17,10 @@ What is measured (one run, one broker, the same machine):
 * ``naive_channel_cases_per_s`` / ``naive_connection_cases_per_s``: the same work with pika, the
   obvious way: a new channel per channel-level case, a new connection per connection-level case.
 
+The AMQP 1.0 figures (``amqp10_*``, bench/rates10.py) come from the same broker's 1.0 plugin:
+the ceiling (a link attached and detached, awaited, over one raw socket), link-level and
+connection-level malformed cases through the runner, and python-qpid-proton's naive loop.
+
 Cases are drawn before the clock starts (bench/strategies.py measures generation). Each figure is
 the best of a few rounds. One JSON line per figure; the ratios carry their targets.
 """
@@ -37,6 +41,7 @@ import pika
 import pika.exceptions
 from hypothesis.control import BuildContext
 from hypothesis.internal.conjecture.data import ConjectureData
+import rates10
 from roundtrip import best, options, round_trip_rate
 
 from amqpfuzz import strategies as afs
@@ -178,6 +183,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         naive_channel = best(lambda: naive_channel_rate(url, naive), rounds)
         naive_connection = best(lambda: naive_connection_rate(url, naive // 3), rounds)
         campaign = best(lambda: campaign_rate(url, seconds), rounds)
+        # AMQP 1.0, on the same broker (its 1.0 plugin serves the same port)
+        link_ceiling = best(lambda: rates10.link_round_trip_rate(url, 20 * naive), rounds)
+        link_cases = rates10.draw(rates10.LINK_OPERATORS, cases)
+        link = best(lambda: rates10.runner_rate(url, link_cases), rounds)
+        cases10 = rates10.draw(rates10.CONNECTION_OPERATORS, cases // 2)
+        connection10 = best(lambda: rates10.runner_rate(url, cases10), rounds)
+        naive_link = best(lambda: rates10.naive_link_rate(url, naive // 3), rounds)
 
     emit("round_trips_per_s", ceiling, impl="raw-socket")
     emit("broker_channel_lifecycles_per_s", lifecycles, impl="raw-socket")
@@ -193,6 +205,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     # issue 12's target: three times the default campaign's rate when it was filed (282 cases
     # a second beside 2,900 channel-level ones, a ratio of 0.097)
     emit("campaign_cases_vs_channel_cases", campaign / channel, target=0.29)
+    emit("amqp10_link_round_trips_per_s", link_ceiling, impl="raw-socket")
+    emit("amqp10_link_cases_per_s", link, impl="amqpfuzz")
+    emit("amqp10_connection_cases_per_s", connection10, impl="amqpfuzz")
+    emit("amqp10_naive_link_cases_per_s", naive_link, impl="python-qpid-proton")
+    emit("amqp10_link_cases_vs_round_trip", link / link_ceiling, target=0.3)
+    emit("amqp10_link_cases_vs_naive_proton", link / naive_link, target=2.0)
     return 0
 
 

@@ -3,8 +3,9 @@
 A profile is a TOML file per broker and version (``fuzzer/brokers/deviations/``, or any path given with
 ``--profile``). Each ``[[deviation]]`` names what it covers, why, and what the broker does::
 
-    product = "RabbitMQ"             # as the broker says in connection.start
+    product = "RabbitMQ"             # as the broker says in connection.start (1.0: open)
     versions = ["3.10"]              # version prefixes it applies to
+    family = "amqp091"               # the protocol family it is for (the default; or amqp10)
 
     [[deviation]]
     signature = "reaction:basic.recover:valid:*->connection-close/540"   # a failure signature
@@ -24,7 +25,7 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
-from amqpfuzz.spec import AmqpfuzzError
+from amqpfuzz.spec import AmqpfuzzError, family_of
 
 __all__ = ["PROFILES", "Deviation", "Profile", "ProfileError", "find_profile", "load_profile"]
 
@@ -66,6 +67,7 @@ class Profile:
     versions: tuple[str, ...]
     deviations: tuple[Deviation, ...]
     path: str = ""
+    family: str = "amqp091"
 
     def deviation(
         self,
@@ -103,6 +105,7 @@ def load_profile(path: Path | str) -> Profile:
             versions=tuple(str(v) for v in data.get("versions", [""])),
             deviations=deviations,
             path=str(path),
+            family=str(data.get("family", "amqp091")),
         )
     except KeyError as exc:
         raise ProfileError(f"{path}: missing key {exc}") from None
@@ -126,9 +129,13 @@ def _deviation(path: Path, index: int, data: dict[str, object]) -> Deviation:
     )
 
 
-def find_profile(name: str | None, product: str = "", version: str = "") -> Profile | None:
+def find_profile(
+    name: str | None, product: str = "", version: str = "", protocol: str | None = None
+) -> Profile | None:
     """The profile named (a bundled name or a path), else the bundled one for the broker's
-    product and version (None if there is none). ``none`` asks for no profile at all."""
+    product and version and the ``protocol``'s family (None if there is none). ``none`` asks
+    for no profile at all; a profile named for another family than ``protocol``'s is refused."""
+    family = family_of(protocol) if protocol is not None else None
     if name == "none":
         return None
     if name is not None:
@@ -138,9 +145,14 @@ def find_profile(name: str | None, product: str = "", version: str = "") -> Prof
         if not candidate.exists():
             bundled = ", ".join(sorted(p.stem for p in PROFILES.glob("*.toml")))
             raise ProfileError(f"no profile {name!r} (bundled: {bundled}; or give a path)")
-        return load_profile(candidate)
+        profile = load_profile(candidate)
+        if family is not None and profile.family != family:
+            raise ProfileError(
+                f"{candidate}: a profile for the {profile.family} family, not AMQP {protocol}"
+            )
+        return profile
     for path in sorted(PROFILES.glob("*.toml")):
         profile = load_profile(path)
-        if profile.applies_to(product, version):
+        if profile.applies_to(product, version) and family in (None, profile.family):
             return profile
     return None

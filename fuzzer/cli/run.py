@@ -142,7 +142,7 @@ def _run(
     if (why := refuses(kind or "rabbitmq", protocol)) and not urls:
         raise BadInput(why)
     if profile:
-        find_profile(profile)  # a bad name or file is bad input, said now
+        find_profile(profile, protocol=protocol)  # a bad name or file: bad input, said now
     seed = seed if seed is not None else secrets.randbelow(2**32)
     run_id = uuid.uuid4().hex[:12]
     chosen = tuple(o.strip() for o in operators.split(",")) if operators else None

@@ -71,6 +71,9 @@ class CampaignSettings:
     max_examples: int | None = None  # cases, all targets together counted once
     seed: int = 0
     batch: int = 400
+    # a batch holds about as many cases as the targets ran in this long (at most ``batch``):
+    # a slow target's batches stay short, so that the run ends close to its budget
+    batch_seconds: float = 2.0
     valid_share: float = 0.25
     operators: tuple[str, ...] | None = None
     timeout: float = 5.0
@@ -153,6 +156,9 @@ class Campaign:
         # a broker that goes down: smaller batches, fewer suspects each time (calm: full again)
         self._batch = config.batch
         self._smallest_batch = min(config.batch, 16)
+        # as many as ran in ``batch_seconds`` at the last batch's pace (the first: a few, as the
+        # pace is not known yet)
+        self._paced = min(config.batch, 64)
         self._dice = random.Random(config.seed)  # which avoided cases run all the same
         for run in targets:
             run.protocol = config.protocol
@@ -256,7 +262,7 @@ class Campaign:
                 raise CampaignOver
             before = landed()
             sent = len(before[0]) if before else 0
-            drawn = self._steer(drawn)[: self._batch]
+            drawn = self._steer(drawn)[: min(self._batch, self._paced)]
             if self.config.max_examples:
                 drawn = drawn[: self.config.max_examples - self.stats.cases - sent]
             if drawn and not self.stats.broker_down:
@@ -304,9 +310,12 @@ class Campaign:
     def _runs(self, cases: list[Case]) -> dict[str, list[Result]]:
         """What came of ``cases`` on each target, with the traffic each runner sent."""
         runs: dict[str, list[Result]] = {}
+        started = time.monotonic()
         for run in self.targets:
             assert run.runner is not None
             runs[run.label] = run.runner.run(cases)
+        pace = len(cases) * self.config.batch_seconds / max(time.monotonic() - started, 1e-3)
+        self._paced = max(self._smallest_batch, min(self.config.batch, int(pace)))
         return runs
 
     def _after_runs(self, runs: dict[str, list[Result]]) -> dict[str, list[Result]]:

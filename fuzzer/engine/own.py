@@ -96,7 +96,7 @@ class OwnConnections:
     spares: int
     grace: float
     settling: Settling
-    _take_spare: Callable[[], Connection | Outcome]
+    _take_spare: Callable[[Case], Connection | Outcome]
     _outcome: Callable[[Case, list[Any], Any, Connection, int, float], Outcome]
     _note: Callable[[Case, list[Any]], None]
     _judged: Callable[..., Result]
@@ -124,20 +124,22 @@ class OwnConnections:
         return results
 
     def _take_off(self, index: int, case: Case) -> Flight | Result:
-        connection = self._take_spare()
+        connection = self._take_spare(case)
         if isinstance(connection, Outcome):
             return self._judged(case, connection, 0, 0.0, b"", False)
         driver, control = self.driver, self.driver.control
         data = case.render(driver.own_channel(case))
         probing = not self.settling.waits(case)
-        # a case that needs an open channel runs on the control channel, opened first
-        opened = case.channel in ("open", "fresh") or probing
-        opening = driver.open_channel(connection, control) if opened else b""
+        # a case that needs an open channel runs on the control channel, opened first (unless
+        # the spare came with it open)
+        ready = control in connection.open_channels
+        opened = ready or case.channel in ("open", "fresh") or probing
+        opening = driver.open_channel(connection, control) if opened and not ready else b""
         if opened:
             connection.open_channels.add(control)
         out = opening + data if case.channel in ("open", "fresh") else data + opening
-        if probing:
-            out += driver.probe(connection, control)
+        if probing and (driver.probes(case) or driver.own_channel(case) != control):
+            out += driver.probe(connection, control)  # (a case that ends it itself: none)
         self._log(connection, True, index, out)
         connection.send(out)
         now = time.monotonic()
@@ -219,7 +221,15 @@ class OwnConnections:
         if case.kills_connection:  # learnt from how it ended, not from the settle alone: a
             # busy broker's close may come after the settle, yet before the probe's answer
             self.settling.learn(case, closed=connection.ended is not None)
-        outcome = self._outcome(case, frames, end, connection, control, flight.deadline)
+        channel = self.driver.own_channel(case)
+        if channel == control and not isinstance(end, Outcome) and not self.driver.probes(case):
+            frames = [*frames, end]  # no probe went: the answer is the case's own
+        if channel != control:  # what came on the case's own channel counts too
+            before, stopped = connection.collect(channel, (), 0.0)
+            frames = before + frames
+            if isinstance(stopped, Outcome) and stopped.kind != "timeout":
+                end = stopped if not isinstance(end, Outcome) or end.kind == "timeout" else end
+        outcome = self._outcome(case, frames, end, connection, channel, flight.deadline)
         self._note(case, frames)
         connection.abort()
         duration = time.monotonic() - flight.started

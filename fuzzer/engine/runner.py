@@ -92,6 +92,7 @@ def _abort_spare(future: Future[Connection]) -> None:
 
 
 Placed = list[tuple[int, Case, int, bytes, float]]
+_FEW = 4  # connections prepared ahead for each stage short of open
 
 
 class Runner(OwnConnections):
@@ -128,7 +129,8 @@ class Runner(OwnConnections):
         # connection's frames in one place, so two of them keep two of its cores busy
         self.lanes = [Lane() for _ in range(max(1, lanes))]
         self.frame_max = 131072
-        self._spares: deque[Future[Connection]] = deque()
+        # connections prepared ahead, by how far (None: open); other stages kept a few each
+        self._spares: dict[str | None, deque[Future[Connection]]] = {None: deque()}
         self._executor = ThreadPoolExecutor(max_workers=32, thread_name_prefix="amqpfuzz-spares")
         self.created: set[tuple[str, Name]] = set()  # what the run's cases made, to delete
         self.settling = Settling(settle)
@@ -142,9 +144,10 @@ class Runner(OwnConnections):
         self.frame_max = connection.frame_max
         return connection
 
-    def _spare(self) -> Connection:
-        connection = self.driver.spare(self.target, self.timeout)
-        self.frame_max = connection.frame_max
+    def _spare(self, stage: str | None = None) -> Connection:
+        connection = self.driver.spare(self.target, self.timeout, stage)
+        if stage is None:
+            self.frame_max = connection.frame_max
         return connection
 
     @property
@@ -160,16 +163,20 @@ class Runner(OwnConnections):
         self._prepare(self.spares)
         return self
 
-    def _prepare(self, count: int) -> None:
-        while len(self._spares) < count:
-            self._spares.append(self._executor.submit(self._spare))
+    def _prepare(self, count: int, stage: str | None = None) -> None:
+        pool = self._spares.setdefault(stage, deque())
+        while len(pool) < count:
+            pool.append(self._executor.submit(self._spare, stage))
 
-    def _take_spare(self) -> Connection | Outcome:
-        """A prepared connection, or broker-down if none can be had."""
-        if not self._spares:
-            self._prepare(1)
-        future = self._spares.popleft()
-        self._prepare(self.spares)
+    def _take_spare(self, case: Case | None = None) -> Connection | Outcome:
+        """A prepared connection (as far as ``case`` needs), or broker-down if none can be
+        had."""
+        stage = None if case is None else self.driver.stage(case)
+        pool = self._spares.setdefault(stage, deque())
+        if not pool:
+            self._prepare(1, stage)
+        future = pool.popleft()
+        self._prepare(self.spares if stage is None else _FEW, stage)
         try:
             return future.result(timeout=self.timeout * 3)
         except (AmqpfuzzError, TimeoutError, OSError) as exc:
@@ -265,14 +272,29 @@ class Runner(OwnConnections):
 
     def _channel_for(self, lane: Lane, case: Case) -> tuple[int, bytes]:
         """An open channel for an ``open`` case; for the others, a new one, with the bytes
-        that open it. New numbers go round the whole range, so that a number comes back long
-        after its close was answered."""
+        that open it. Where the driver wants a channel's opening answered before a case goes
+        on it, an ``open`` case gets one opened ahead (or now, and waited for)."""
         connection = lane.connection
         assert connection is not None
         while case.channel == "open" and lane.channels:
             channel = lane.channels.popleft()
-            if channel in connection.open_channels:
+            if channel in connection.open_channels and self._ready(connection, channel):
                 return channel, b""
+        channel = self._new_channel(lane)
+        opening = self.driver.open_channel(connection, channel)
+        if case.channel == "open" and self.driver.ready_replies:
+            self._log(connection, False, None, opening)
+            connection.send(opening)
+            self._ready(connection, channel)
+            return channel, b""
+        return channel, opening
+
+    def _new_channel(self, lane: Lane) -> int:
+        """A channel number not open on the lane's connection, counted as open from now. New
+        numbers go round the whole range, so that a number comes back long after its close
+        was answered."""
+        connection = lane.connection
+        assert connection is not None
         top = max(2, min(connection.channel_max, 2047))
         while True:
             channel = lane.next_channel
@@ -282,13 +304,38 @@ class Runner(OwnConnections):
         connection.inbox.pop(channel, None)
         connection.closed_channels.pop(channel, None)
         connection.open_channels.add(channel)
-        return channel, self.driver.open_channel(connection, channel)
+        return channel
+
+    def _ahead(self, lane: Lane, count: int) -> bytes:
+        """The bytes that open channels for ``count`` more ``open`` cases, ready in the pool
+        for the next group (for a driver that wants an opening answered first)."""
+        connection = lane.connection
+        assert connection is not None
+        if not self.driver.ready_replies:
+            return b""
+        out = []
+        while len(lane.channels) < count:
+            channel = self._new_channel(lane)
+            out.append(self.driver.open_channel(connection, channel))
+            lane.channels.append(channel)
+        return b"".join(out)
+
+    def _ready(self, connection: Connection, channel: int) -> bool:
+        """Whether the opening of ``channel`` was answered (awaited, where the driver wants)."""
+        if not self.driver.ready_replies:
+            return True
+        found = connection.wait(channel, self.driver.ready_replies, self.timeout)
+        return not isinstance(found, Outcome)
 
     def _release(self, lane: Lane, case: Case, channel: int) -> None:
         """An open channel goes back to the pool; one opened fresh is closed (its state is
-        the case's), and so is any beyond what is needed in flight."""
+        the case's), and so is any beyond what is needed in flight. A channel the probe ended
+        is done with."""
         connection = lane.connection
         assert connection is not None
+        if self.driver.probe_ends:
+            connection.open_channels.discard(channel)
+            return
         if case.channel == "open" and len(lane.channels) < self.in_flight:
             lane.channels.append(channel)
             return
@@ -312,13 +359,22 @@ class Runner(OwnConnections):
         out = [lane.closing]
         self._log(connection, False, None, lane.closing)
         lane.closing = b""
+        wanted = sum(1 for _, case in group if case.channel == "open")
+        early = self._ahead(lane, wanted)  # none ahead yet (the lane's first group): now
+        if early:
+            self._log(connection, False, None, early)
+            connection.send(early)
         for i, case in group:
             channel, opening = self._channel_for(lane, case)
             data = case.render(channel)
-            chunk = opening + data + self.driver.probe(connection, channel)
+            probe = self.driver.probe(connection, channel) if self.driver.probes(case) else b""
+            chunk = opening + data + probe
             self._log(connection, False, i, chunk)
             out.append(chunk)
             placed.append((i, case, channel, data, started))
+        ahead = self._ahead(lane, wanted)  # the next group's, answered while this one runs
+        self._log(connection, False, None, ahead)
+        out.append(ahead)
         connection.send(b"".join(out))
         return placed
 
@@ -356,6 +412,8 @@ class Runner(OwnConnections):
             if isinstance(end, Outcome) and end.kind == "timeout":
                 hung = True  # the first unanswered: the broker stopped answering with it
                 end = Outcome("timeout", text=f"no {' or '.join(replies)} in {self.timeout:g} s")
+            if not isinstance(end, Outcome) and not self.driver.probes(case):
+                frames = [*frames, end]  # no probe went: the answer is the case's own
             outcome = self._outcome(case, frames, end, connection, channel, deadline)
             if outcome.kind == "reply":
                 self._release(lane, case, channel)
@@ -453,7 +511,8 @@ class Runner(OwnConnections):
         for lane in self.lanes:
             if lane.connection is not None:
                 lane.connection.close()
-        for future in self._spares:
-            future.add_done_callback(_abort_spare)
-        self._spares.clear()
+        for pool in self._spares.values():
+            for future in pool:
+                future.add_done_callback(_abort_spare)
+            pool.clear()
         self._executor.shutdown(wait=False, cancel_futures=True)

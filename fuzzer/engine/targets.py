@@ -43,7 +43,9 @@ class TargetState:
     def announce(self, announced: Announced) -> None:
         """What the target said of itself, and the profile that goes with it."""
         self.announced = announced
-        self.profile = find_profile(self.profile_name, announced.product, announced.version)
+        self.profile = find_profile(
+            self.profile_name, announced.product, announced.version, self.protocol
+        )
         self._views.clear()
 
     @property

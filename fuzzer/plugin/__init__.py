@@ -85,7 +85,7 @@ def _check(options: Options) -> None:
         for url in options.urls:
             parse_target(url, allow_remote=options.allow_remote)
         if options.profile is not None:
-            find_profile(options.profile)
+            find_profile(options.profile, protocol=options.protocol)
     except AmqpfuzzError as exc:
         raise pytest.UsageError(_cli_words(str(exc))) from None
 

@@ -223,6 +223,7 @@ class Connection(Protocol):
     def collect(
         self, channel: int, names: tuple[str, ...], timeout: float, skip: int = 0
     ) -> tuple[list[Any], Any]: ...
+    def wait(self, channel: int, names: tuple[str, ...], timeout: float) -> Any: ...
     def abort(self) -> None: ...
     def close(self, timeout: float = 2.0) -> None: ...
 
@@ -241,6 +242,11 @@ class Driver(abc.ABC):
     family: ClassVar[str] = ""
     control: ClassVar[int] = 1  # the channel a connection of its own keeps open for probes
     probe_replies: ClassVar[tuple[str, ...]] = ()
+    # answers to a channel's opening that must have come before a case goes on it (none: the
+    # opening is sent ahead of the case, not waited for)
+    ready_replies: ClassVar[tuple[str, ...]] = ()
+    # the probe's answer ends the channel (1.0's end): it is not reused, and needs no close
+    probe_ends: ClassVar[bool] = False
 
     def __init__(self, protocol: str) -> None:
         self.protocol = protocol
@@ -269,10 +275,19 @@ class Driver(abc.ABC):
 
     # -- running cases -----------------------------------------------------------------------
 
-    def spare(self, target: Target, timeout: float) -> Connection:
+    def spare(self, target: Target, timeout: float, stage: str | None = None) -> Connection:
         """A connection for a case of its own, open (ConnectionFailed if not); its channels
-        are opened with the case's bytes. A driver may make it faster than :meth:`connect`."""
+        are opened with the case's bytes. A driver may make it faster than :meth:`connect`.
+        ``stage`` (one :meth:`stage` names) asks for one prepared only so far."""
         return self.connect(target, timeout=timeout)
+
+    def stage(self, case: Case) -> str | None:
+        """How far a connection of its own must be prepared for ``case``, if not open."""
+        return None
+
+    def probes(self, case: Case) -> bool:
+        """Whether the probe goes behind ``case`` (not when the case's own answer is one)."""
+        return True
 
     @abc.abstractmethod
     def needs_own_connection(self, case: Case) -> bool:

@@ -55,6 +55,7 @@ class Stream(abc.ABC):
         self.closed_channels: dict[int, Outcome] = {}
         self.open_channels: set[int] = set()
         self.ended: Outcome | None = None
+        self._salvaging = False
 
     @abc.abstractmethod
     def _file(self, frame: Any) -> None:
@@ -71,9 +72,22 @@ class Stream(abc.ABC):
         try:
             self.sock.sendall(data)
         except OSError:
+            self._salvage()
             self._end(Outcome("socket-close", text="closed while sending"))
             return False
         return True
+
+    def _salvage(self) -> None:
+        """What the peer sent before it closed (its close, with the reason) is still read:
+        a peer that refuses a large frame closes before the frame is all sent."""
+        if self._salvaging or self.ended is not None:
+            return
+        self._salvaging = True
+        try:
+            while self.ended is None and self.pump(0):
+                pass
+        finally:
+            self._salvaging = False
 
     # -- receiving -------------------------------------------------------------------------
 

@@ -165,21 +165,36 @@ def read_records(path: Path | str, *, strict: bool = True) -> Iterator[dict[str,
 def write_totals(directory: Path | str, run_id: str, protocol: str = DEFAULT_PROTOCOL) -> Path:
     """``run-<run_id>.json`` beside the records: how much there is to exercise (the spec's
     methods and rules, the scenario files, the mutation operators), for the coverage report."""
-    from amqpfuzz.scenarios import load_all
-    from amqpfuzz.spec.amqp091 import load
     from amqpfuzz.strategies import operators
 
-    spec = load(protocol)
-    family = protocol if protocol in ("0-9-1", "0-9", "0-10") else "0-9-1"
-    totals = {
-        "methods": len(spec.methods),
-        "rules": sum(1 for _ in spec.rules()),
-        "scenario_files": len(load_all(family)),
-        "mutation_operators": len(operators(protocol)),
-    }
+    totals = {**_spec_totals(protocol), "mutation_operators": len(operators(protocol))}
     path = Path(directory) / f"run-{run_id}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     part = path.with_name(path.name + ".part")
     part.write_text(json.dumps({"run_id": run_id, "protocol": protocol, "totals": totals}) + "\n")
     os.replace(part, path)
     return path
+
+
+def _spec_totals(protocol: str) -> dict[str, int | None]:
+    """The methods (1.0: performatives) and rules of the specification, and its scenario
+    files. 1.0 states its requirements in sentences, not rules: those are not counted here."""
+    from amqpfuzz.scenarios import PROTOCOLS, load_all
+    from amqpfuzz.spec import family_of
+
+    scenarios = len(load_all(protocol)) if protocol in PROTOCOLS else None
+    if family_of(protocol) == "amqp10":
+        from amqpfuzz.spec.amqp10.codec import codec_for
+
+        types = codec_for(protocol).types
+        frames = [n for n in types.composites if types.provides(n, ("frame",))]
+        return {"methods": len(frames), "rules": None, "scenario_files": scenarios}
+    from amqpfuzz.spec.amqp091 import load
+
+    spec = load(protocol)
+    family = protocol if protocol in ("0-9-1", "0-9", "0-10") else "0-9-1"
+    return {
+        "methods": len(spec.methods),
+        "rules": sum(1 for _ in spec.rules()),
+        "scenario_files": len(load_all(family)),
+    }

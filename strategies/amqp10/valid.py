@@ -69,7 +69,7 @@ _BUILDERS: dict[str, tuple[Callable[[Source, Context, str], Built], tuple[str, .
     "attach": (_link, ("attach", "detach")),
     "detach": (_link, ("attach", "detach")),
     "transfer": (_link, ("attach", "detach")),
-    "flow": (_flow, ("flow",)),
+    "flow": (_flow, ()),  # echo: the peer SHOULD send its state (transport 2.7.4), not MUST
 }
 
 

@@ -95,7 +95,7 @@ class Amqp091Driver(Driver):
 
     # -- running cases -----------------------------------------------------------------------
 
-    def spare(self, target: Target, timeout: float) -> Connection:
+    def spare(self, target: Target, timeout: float, stage: str | None = None) -> Connection:
         """After the first, a spare's handshake in two writes and two round trips
         (:meth:`Connection.open_pipelined`): many spares a second cost the broker, and us,
         less. A broker whose limits changed gets the handshake step by step again."""
