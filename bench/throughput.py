@@ -39,9 +39,9 @@ from typing import Any
 
 import pika
 import pika.exceptions
+import rates10
 from hypothesis.control import BuildContext
 from hypothesis.internal.conjecture.data import ConjectureData
-import rates10
 from roundtrip import best, options, round_trip_rate
 
 from amqpfuzz import strategies as afs
