@@ -24,13 +24,14 @@ from amqpfuzz.spec.amqp091 import Rule, Spec, load
 
 from .model import SameAs, Scenario, ScenarioError, Step, file_name, normalise
 from .steps import StepChecker
+from .steps10 import StepChecker10
 from .vocabulary import CAPABILITIES
 from .yamlfile import Located, read_yaml
 
 __all__ = ["INDEX", "PROTOCOLS", "SCENARIOS", "load_all", "load_index", "load_scenario"]
 
 SCENARIOS = Path(__file__).parent
-PROTOCOLS = ("0-9-1", "0-9", "0-10")
+PROTOCOLS = ("0-9-1", "0-9", "0-10", "1.0")
 # The 0-9 paragraphs that are 0-9-1 scenarios in other words: no file of their own.
 INDEX = "index.yaml"
 
@@ -68,7 +69,7 @@ def load_all(protocol: str | None = None) -> tuple[Scenario, ...]:
     )
     seen: dict[tuple[str, str], Scenario] = {}
     for scenario in scenarios:
-        if scenario.scenario is None:
+        if scenario.probe:
             continue
         key = (scenario.protocol, scenario.spec_ref)
         if key in seen:
@@ -157,6 +158,8 @@ class _File:
             if key not in doc:
                 self.fail(None, f"missing key {key!r}")
         protocol = self.protocol()
+        if protocol == "1.0":
+            return self.sentence_file()
         spec = load(protocol) if protocol != "0-10" else None
         rule = self.spec_ref(protocol, spec)
         scenario_text = doc["scenario"]
@@ -190,6 +193,51 @@ class _File:
             rule=self.text("rule"),
             scenario=None if scenario_text is None else scenario_text.strip(),
             interpretation=interpretation,
+            capabilities=capabilities,
+            steps=steps,
+            outcome=self.outcome(),
+            runnable=runnable,
+        )
+
+    def sentence_file(self) -> Scenario:
+        """A 1.0 file: it quotes one MUST or MUST NOT sentence of the messaging XML (its
+        ``spec_ref`` is the sentence's ref, its name the ref's), and its steps are 1.0's."""
+        from amqpfuzz.spec.amqp10.sentences import normative_sentences
+
+        doc = self.doc
+        ref = doc["spec_ref"]
+        found = {s.ref: s for s in normative_sentences()}
+        if ref not in found:
+            self.fail("spec_ref", f"{ref!r} is not a MUST sentence of the 1.0 messaging XML")
+        if normalise(self.text("rule")) != normalise(found[ref].text):
+            self.fail("rule", f"rule does not quote the XML's sentence {ref}")
+        if self.path.name != file_name(ref.replace("#", "/")):
+            self.fail("spec_ref", f"the file of {ref} is named {file_name(ref.replace('#', '/'))}")
+        if doc["scenario"] is not None:
+            self.fail("scenario", "1.0 has no scenario texts: scenario is null")
+        runnable = doc.get("runnable", True)
+        if not isinstance(runnable, bool):
+            self.fail("runnable", "runnable is true or false")
+        capabilities = self.capabilities()
+        checker = StepChecker10(self.path)
+        steps = checker.steps(doc["steps"], doc.line_of("steps"))
+        missing = sorted(set(checker.needs) - capabilities)
+        if missing:
+            first = min(checker.needs[m] for m in missing)
+            self.fail("capabilities", f"the steps need {', '.join(missing)} (line {first})")
+        if runnable != bool(steps):
+            self.fail("steps", "runnable files have steps; a file that is not runnable has none")
+        condition = doc["on_failure"]
+        if condition is not None and condition not in _conditions():
+            self.fail("on_failure", f"{condition!r} is not an error condition of AMQP 1.0")
+        return Scenario(
+            path=self.path,
+            protocol="1.0",
+            spec_ref=ref,
+            on_failure=condition,
+            rule=self.text("rule"),
+            scenario=None,
+            interpretation=self.text("interpretation", empty=runnable),
             capabilities=capabilities,
             steps=steps,
             outcome=self.outcome(),
@@ -281,3 +329,13 @@ class _File:
         if "\n" in outcome:
             self.fail("outcome", "outcome is one sentence on one line")
         return outcome
+
+
+def _conditions() -> dict[str, str]:
+    """The error conditions of AMQP 1.0 by their choice names."""
+    from amqpfuzz.spec import load
+    from amqpfuzz.spec.amqp10 import Spec100
+
+    spec = load("1.0")
+    assert isinstance(spec, Spec100)
+    return {name: symbol for name, (symbol, _) in spec.error_conditions().items()}

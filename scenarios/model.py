@@ -75,6 +75,12 @@ class Scenario:
         return self.path.name.removesuffix(".yaml")
 
     @property
+    def probe(self) -> bool:
+        """A probe: a file that records a behaviour near a rule. (1.0 files quote a sentence
+        and have no scenario text, and are not probes.)"""
+        return self.scenario is None and self.protocol != "1.0"
+
+    @property
     def not_runnable_reason(self) -> str | None:
         """Why the runner cannot execute this file (its interpretation), or ``None``."""
         return None if self.runnable else self.interpretation

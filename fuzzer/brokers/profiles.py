@@ -6,6 +6,7 @@ A profile is a TOML file per broker and version (``fuzzer/brokers/deviations/``,
     product = "RabbitMQ"             # as the broker says in connection.start (1.0: open)
     versions = ["3.10"]              # version prefixes it applies to
     family = "amqp091"               # the protocol family it is for (the default; or amqp10)
+    kind = "qpid-proton"             # for a throwaway of this kind whose peer names no product
 
     [[deviation]]
     signature = "reaction:basic.recover:valid:*->connection-close/540"   # a failure signature
@@ -68,6 +69,7 @@ class Profile:
     deviations: tuple[Deviation, ...]
     path: str = ""
     family: str = "amqp091"
+    kind: str = ""  # a throwaway broker kind whose peer announces no product (Proton's broker)
 
     def deviation(
         self,
@@ -83,9 +85,13 @@ class Profile:
                 return deviation
         return None
 
-    def applies_to(self, product: str, version: str) -> bool:
-        return product.lower() == self.product.lower() and any(
-            version.startswith(v) for v in self.versions
+    def applies_to(self, product: str, version: str, kind: str | None = None) -> bool:
+        if not product and self.kind:  # a peer that says nothing of itself: by what we ran
+            return kind == self.kind
+        return (
+            bool(product)
+            and product.lower() == self.product.lower()
+            and any(version.startswith(v) for v in self.versions)
         )
 
 
@@ -106,6 +112,7 @@ def load_profile(path: Path | str) -> Profile:
             deviations=deviations,
             path=str(path),
             family=str(data.get("family", "amqp091")),
+            kind=str(data.get("kind", "")),
         )
     except KeyError as exc:
         raise ProfileError(f"{path}: missing key {exc}") from None
@@ -130,7 +137,11 @@ def _deviation(path: Path, index: int, data: dict[str, object]) -> Deviation:
 
 
 def find_profile(
-    name: str | None, product: str = "", version: str = "", protocol: str | None = None
+    name: str | None,
+    product: str = "",
+    version: str = "",
+    protocol: str | None = None,
+    kind: str | None = None,
 ) -> Profile | None:
     """The profile named (a bundled name or a path), else the bundled one for the broker's
     product and version and the ``protocol``'s family (None if there is none). ``none`` asks
@@ -153,6 +164,6 @@ def find_profile(
         return profile
     for path in sorted(PROFILES.glob("*.toml")):
         profile = load_profile(path)
-        if profile.applies_to(product, version) and family in (None, profile.family):
+        if profile.applies_to(product, version, kind) and family in (None, profile.family):
             return profile
     return None

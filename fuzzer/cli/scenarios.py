@@ -142,6 +142,7 @@ def _scenarios(
                 timeout=timeout,
                 jobs=jobs,
                 emit=Emitter(records, advance),
+                protocol=protocol or DEFAULT_PROTOCOL,
             )
             try:
                 verdicts = conformance.run()
@@ -162,7 +163,7 @@ def _list(chosen: list[Scenario], console: Console, as_json: bool) -> None:
             "on_failure": s.on_failure,
             "capabilities": sorted(s.capabilities),
             "runnable": s.runnable,
-            "probe": s.scenario is None,
+            "probe": s.probe,
         }
         for s in chosen
     ]
@@ -199,7 +200,7 @@ def _report(
         ref = scenario.spec_ref
         if scenario.protocol != "0-9-1":
             ref = f"{scenario.protocol} {ref}"
-        row = [ref + (" (probe)" if scenario.scenario is None else "")]
+        row = [ref + (" (probe)" if scenario.probe else "")]
         for target in targets:
             verdict = cells[(scenario.path, target.target.safe_url)]
             row.append(f"[{_STYLE[verdict.verdict]}]{verdict.cell}[/]")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from amqpfuzz.spec import DEFAULT_PROTOCOL
+from amqpfuzz.spec import DEFAULT_PROTOCOL, family_of
 
 from ..brokers import Target
 from ..brokers.control import AnyBroker
@@ -43,8 +43,9 @@ class TargetState:
     def announce(self, announced: Announced) -> None:
         """What the target said of itself, and the profile that goes with it."""
         self.announced = announced
+        kind = getattr(self.broker, "kind", None)
         self.profile = find_profile(
-            self.profile_name, announced.product, announced.version, self.protocol
+            self.profile_name, announced.product, announced.version, self.protocol, kind
         )
         self._views.clear()
 
@@ -81,7 +82,18 @@ class TargetState:
         operator: str | None = None,
         protocol: str | None = None,
     ) -> Deviation | None:
-        """The profile's deviation covering a failure (by signature), a rule or an operator."""
-        if self.profile is None:
+        """The profile's deviation covering a failure (by signature), a rule or an operator.
+        Another family's protocol (1.0 scenarios played on a 0-9-1 target) has the bundled
+        profile of that family for the same product and version, if there is one."""
+        profile = self.profile_for(protocol or self.protocol)
+        if profile is None:
             return None
-        return self.profile.deviation(signature, rule, operator, protocol)
+        return profile.deviation(signature, rule, operator, protocol)
+
+    def profile_for(self, protocol: str) -> Profile | None:
+        if family_of(protocol) == family_of(self.protocol):
+            return self.profile
+        if self.profile_name is not None:  # the profile asked for is for one family
+            return None
+        kind = getattr(self.broker, "kind", None)
+        return find_profile(None, self.product, self.version, protocol, kind)

@@ -242,6 +242,17 @@ class Spec100:
     def definition(self, name: str) -> Definition:
         return _lookup(self._index.definitions, name, "definition")
 
+    def error_conditions(self) -> dict[str, tuple[str, str]]:
+        """Every error condition: choice name -> (its symbol, the restricted type defining it:
+        ``amqp-error``, ``connection-error``...). A name two types share (``redirect``) keeps
+        the first: the connection's."""
+        found: dict[str, tuple[str, str]] = {}
+        for t in self.types_of_class("restricted"):
+            if "error-condition" in t.provides:
+                for name, symbol in t.choices.items():
+                    found.setdefault(name, (symbol, t.name))
+        return found
+
     def inventory(self) -> dict[str, int]:
         """Counts of everything the model holds, for reports and cross-checks against the XML."""
         primitives, composites = self.types_of_class("primitive"), self.types_of_class("composite")

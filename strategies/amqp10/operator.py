@@ -31,7 +31,6 @@ from functools import cached_property
 
 from amqpfuzz.spec.amqp10 import Spec100
 from amqpfuzz.spec.amqp10.codec import Codec, Composite, Symbol, UInt
-from amqpfuzz.spec.amqp10.model import RestrictedType
 
 from ..cases import Case, Reaction
 from ..source import Source
@@ -67,12 +66,7 @@ class Condition:
 def conditions(spec: Spec100) -> dict[str, str]:
     """Every error condition the specification defines: choice name -> symbol (a name two
     types share, ``redirect``, keeps the first: the connection's)."""
-    found: dict[str, str] = {}
-    for t in spec.types_of_class("restricted"):
-        if isinstance(t, RestrictedType) and "error-condition" in t.provides:
-            for name, symbol in t.choices.items():
-                found.setdefault(name, symbol)
-    return found
+    return {name: symbol for name, (symbol, _) in spec.error_conditions().items()}
 
 
 @dataclass(frozen=True, slots=True)

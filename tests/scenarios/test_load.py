@@ -47,7 +47,7 @@ def test_0_9_1_files_match_the_model() -> None:
 
 def test_codes_in_expectations_close_what_their_class_says() -> None:
     for scenario in load_all():
-        spec = load(scenario.protocol) if scenario.protocol != "0-10" else None
+        spec = load(scenario.protocol) if scenario.protocol not in ("0-10", "1.0") else None
         for step in scenario.walk():
             code = step.args.get("code")
             if step.kind == "expect" and code is not None:
@@ -85,7 +85,7 @@ def test_not_runnable_files_have_no_steps() -> None:
 def test_errors_belong_to_the_one_root() -> None:
     assert issubclass(ScenarioError, AmqpfuzzError)
     with pytest.raises(ValueError, match="no scenarios for protocol"):
-        load_all("1.0")
+        load_all("0-8")
 
 
 # -- broken copies ----------------------------------------------------------------------------

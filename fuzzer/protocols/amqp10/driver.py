@@ -17,13 +17,13 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Iterable, Iterator
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from amqpfuzz.spec import RemoteProtocolError
 from amqpfuzz.spec.amqp10.codec import Composite, Frame, codec_for
 from amqpfuzz.strategies import Case
 from amqpfuzz.strategies.amqp10 import CASE_CHANNEL, Wire
-from amqpfuzz.strategies.amqp10.operator import Condition, conditions
+from amqpfuzz.strategies.amqp10.operator import Condition
 
 from ...brokers import Target
 from ..base import (
@@ -36,6 +36,12 @@ from ..base import (
 )
 from .connection import Connection
 from .nodes import delete_nodes
+
+if TYPE_CHECKING:
+    from amqpfuzz.scenarios import Scenario
+
+    from ...brokers import Broker
+    from ..base import Played
 
 __all__ = ["Amqp10Driver"]
 
@@ -214,14 +220,21 @@ class Amqp10Driver(Driver):
 
     def code(self, name: str) -> Condition:
         """An error condition by its choice name; its scope, the type that defines it."""
-        for t in self.spec.types_of_class("restricted"):
-            choices = getattr(t, "choices", {})
-            if name in choices and "error-condition" in t.provides:
-                return Condition(name, choices[name], _SCOPES.get(t.name, "connection"))
-        known = conditions(self.spec)
-        if name not in known:
-            raise KeyError(name)
-        return Condition(name, known[name], "connection")
+        symbol, defined_by = self.spec.error_conditions()[name]  # KeyError: not one
+        return Condition(name, symbol, _SCOPES.get(defined_by, "connection"))
+
+    def play(
+        self,
+        scenario: Scenario,
+        target: Target,
+        *,
+        prefix: str,
+        timeout: float,
+        broker: Broker | None,
+    ) -> Played:
+        from .scenarios import Player
+
+        return Player(scenario, target, prefix=prefix, timeout=timeout, broker=broker).play()
 
     def serves(self, target: Target, timeout: float, probe: str) -> str | None:
         """The peer accepts a connection and begins a session on it."""
