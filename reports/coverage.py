@@ -8,7 +8,8 @@ operators (distinct ``mutation`` names).
 The totals come from the ``run-<run_id>.json`` files the fuzzer writes beside its records
 (``{"totals": {"methods": .., "rules": .., "scenario_files": .., "mutation_operators": ..}}``;
 the largest of a night's runs counts). Without one, methods and rules are counted in the
-specification (``amqpfuzz.spec.load``), and the other two totals are unknown.
+specification (``amqpfuzz.spec.load``), and the other two totals are unknown. Each protocol the
+records were made in has rows of its own, against its own specification's totals.
 """
 
 from __future__ import annotations
@@ -20,36 +21,58 @@ from typing import Any
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from amqpfuzz.spec import DEFAULT_PROTOCOL
-from amqpfuzz.spec.amqp091 import load
+from amqpfuzz.spec import DEFAULT_PROTOCOL, family_of
+from amqpfuzz.spec.amqp10 import performatives
 
-__all__ = ["DIMENSIONS", "coverage", "spec_totals"]
+__all__ = ["DIMENSIONS", "coverage", "protocols", "spec_totals"]
 
 DIMENSIONS = ("methods", "rules", "scenario_files", "mutation_operators")
 
 
-def _exercised() -> dict[str, Column]:
+def _exercised(protocol: str) -> dict[str, Column]:
+    """What a record exercised. 0-8 to 0-9-1: the method before a spec_ref's first ``/``, the
+    rule a spec_ref with one names. 1.0: the performative a spec_ref names, the MUST sentence
+    (``section/field#n``) a scenario quotes."""
     ref = F.col("spec_ref")
-    method = F.substring_index(ref, "/", 1)
-    is_method = method.contains(".") & ~method.startswith("domain:")
+    if family_of(protocol) == "amqp10":
+        method = F.when(ref.isin(*performatives(protocol)), ref)
+        rule = F.when(ref.contains("#"), ref)
+    else:
+        prefix = F.substring_index(ref, "/", 1)
+        method = F.when(prefix.contains(".") & ~prefix.startswith("domain:"), prefix)
+        rule = F.when(ref.contains("/"), ref)
     scenario = F.coalesce(F.col("scenario"), F.when(F.col("kind") == "scenario", ref))
     return {
-        "methods": F.count_distinct(F.when(is_method, method)),
-        "rules": F.count_distinct(F.when(ref.contains("/"), ref)),
+        "methods": F.count_distinct(method),
+        "rules": F.count_distinct(rule),
         "scenario_files": F.count_distinct(scenario),
         "mutation_operators": F.count_distinct("mutation"),
     }
 
 
 def spec_totals(protocol: str = DEFAULT_PROTOCOL) -> dict[str, int | None]:
-    """The totals a specification itself gives: its methods and rules; the rest unknown."""
-    spec = load(protocol)
-    return {
-        "methods": len(spec.methods),
-        "rules": sum(1 for _ in spec.rules()),
-        "scenario_files": None,
-        "mutation_operators": None,
-    }
+    """The totals a specification itself gives: its methods (1.0: performatives) and rules
+    (1.0: MUST sentences of its messaging part); the rest unknown."""
+    if family_of(protocol) == "amqp10":
+        from amqpfuzz.spec.amqp10.sentences import normative_sentences
+
+        methods, rules = len(performatives(protocol)), len(normative_sentences())
+    else:
+        from amqpfuzz.spec.amqp091 import load
+
+        spec = load(protocol)
+        methods, rules = len(spec.methods), sum(1 for _ in spec.rules())
+    return {"methods": methods, "rules": rules, "scenario_files": None, "mutation_operators": None}
+
+
+def _protocol_of(default: str) -> Column:
+    return F.coalesce(F.col("target_protocol"), F.lit(default))
+
+
+def protocols(facts: DataFrame, default: str = DEFAULT_PROTOCOL) -> list[str]:
+    """The protocols the records were made in (a record without one: ``default``)."""
+    found = facts.select(_protocol_of(default).alias("p")).distinct().collect()
+    return sorted(str(r.p) for r in found)
 
 
 def night_totals(
@@ -78,10 +101,14 @@ def night_totals(
 def coverage(
     facts: DataFrame,
     totals: Mapping[dt.date, tuple[Mapping[str, int | None], Mapping[str, str | None]]],
+    protocol: str = DEFAULT_PROTOCOL,
+    default: str = DEFAULT_PROTOCOL,
 ) -> list[dict[str, Any]]:
-    """Four rows per night: exercised, total, their ratio and where the total came from."""
-    counts = facts.groupBy("run_date").agg(
-        *(column.alias(dim) for dim, column in _exercised().items())
+    """Four rows per night for ``protocol``'s records: exercised, total, their ratio and where
+    the total came from."""
+    mine = facts.filter(_protocol_of(default) == protocol)
+    counts = mine.groupBy("run_date").agg(
+        *(column.alias(dim) for dim, column in _exercised(protocol).items())
     )
     rows = []
     for row in counts.collect():
@@ -95,6 +122,7 @@ def coverage(
                     "total": total,
                     "ratio": row[dim] / total if total else None,
                     "totals_from": sources[dim],
+                    "protocol": protocol,
                     "run_date": row.run_date,
                 }
             )

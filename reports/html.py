@@ -129,8 +129,17 @@ def _coverage(page: Page) -> str:
     if not page.coverage:
         return '<p class="none">No coverage for this night.</p>'
     order = ("methods", "rules", "scenario_files", "mutation_operators")
-    rows = sorted(page.coverage, key=lambda r: order.index(r["dimension"]))
-    return bars([(r["dimension"].replace("_", " "), r["exercised"], r["total"]) for r in rows])
+    spoken = sorted({str(r.get("protocol") or "") for r in page.coverage})
+    rows = sorted(
+        page.coverage,
+        key=lambda r: (spoken.index(str(r.get("protocol") or "")), order.index(r["dimension"])),
+    )
+
+    def label(row: dict[str, Any]) -> str:
+        name = row["dimension"].replace("_", " ")
+        return f"AMQP {row['protocol']} {name}" if len(spoken) > 1 else name
+
+    return bars([(label(r), r["exercised"], r["total"]) for r in rows])
 
 
 def _trends(page: Page) -> str:
@@ -150,7 +159,10 @@ def _runs(page: Page) -> str:
         (
             f"<code>{escape(r['run_id'])}</code>",
             escape(r["target_label"] or ""),
-            escape(" ".join(filter(None, (r["target_product"], r["target_version"])))),
+            escape(
+                " ".join(filter(None, (r["target_product"], r["target_version"])))
+                + (f" · AMQP {r['target_protocol']}" if r.get("target_protocol") else "")
+            ),
             _n(r["workers"]),
             _n(r["duration_s"]),
             _n(r["cases"]),

@@ -92,12 +92,19 @@ def _tables(ingest: read.Ingest, past: _History, protocol: str) -> dict[str, tab
     tonight = signatures.collect_sightings(signatures.night_signatures(facts))
     ran = past.ran + [(r["run_date"], r["target_label"]) for r in runs]
     judged = signatures.statuses(past.sightings + tonight, ran, ingest.nights)
-    totals = coverage.night_totals(ingest.run_dates, ingest.totals, coverage.spec_totals(protocol))
+    covered = []
+    for spoken in coverage.protocols(facts, protocol):
+        runs_of = {
+            run: totals for run, totals in ingest.totals.items()
+            if (totals.get("protocol") or protocol) == spoken
+        }  # fmt: skip
+        made = coverage.night_totals(ingest.run_dates, runs_of, coverage.spec_totals(spoken))
+        covered += coverage.coverage(facts, made, spoken, protocol)
     return {
         "runs": runs,
         "conformance": tables.collect(tables.conformance(facts)),
         "signatures": signatures.as_rows(judged),
-        "coverage": coverage.coverage(facts, totals),
+        "coverage": covered,
         "divergences": tables.collect(tables.divergences(facts)),
         "ingest": tables.ingest_health(ingest),
     }

@@ -65,8 +65,12 @@ def trends(runs: Iterable[Mapping[str, Any]], failing: Mapping[dt.date, int]) ->
 
 def _heat(conformance: Rows) -> dict[tuple[str, str], tuple[int, int, int]]:
     cells: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0, 0])
+    several = len({r.get("target_protocol") for r in conformance}) > 1
     for r in conformance:
-        cell = cells[(r["target_label"] or "?", r["spec_class"] or "?")]
+        target = r["target_label"] or "?"
+        if several:  # a target per protocol it was tried in
+            target = f"{target} · AMQP {r.get('target_protocol') or '?'}"
+        cell = cells[(target, r["spec_class"] or "?")]
         cell[0] += r["fail"] + r["error"]
         cell[1] += r["total"] - r["skip"]
         cell[2] += r["total"]

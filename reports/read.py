@@ -29,6 +29,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import Any
 from urllib.parse import unquote
 
 from pyspark import StorageLevel
@@ -129,7 +130,8 @@ class Ingest:
     files: list[InputFile]
     stats: dict[str, FileStats]  # by the listed path
     run_dates: dict[str, dt.date]  # the UTC date of each run's first record
-    totals: dict[str, dict[str, int | None]]  # run_id -> the totals of its run-<id>.json
+    # run_id -> the totals of its run-<id>.json, and under "protocol" the protocol they are of
+    totals: dict[str, dict[str, Any]]
     facts: DataFrame
     bad_lines: DataFrame | None  # file (Spark's key), text; None when every line was a record
     _cached: list[DataFrame] = field(default_factory=list)
@@ -407,7 +409,7 @@ def _facts(groups: DataFrame) -> DataFrame:
     )
 
 
-def _read_totals(spark: SparkSession, paths: Sequence[str]) -> dict[str, dict[str, int | None]]:
+def _read_totals(spark: SparkSession, paths: Sequence[str]) -> dict[str, dict[str, Any]]:
     if not paths:
         return {}
     named = F.regexp_extract(F.col("_metadata.file_path"), r"run-([^/]+)\.json$", 1)
@@ -415,11 +417,11 @@ def _read_totals(spark: SparkSession, paths: Sequence[str]) -> dict[str, dict[st
         spark.read.schema(TOTALS)
         .option("multiLine", "true")
         .json(list(paths))
-        .select(F.coalesce("run_id", named).alias("run_id"), "totals")
+        .select(F.coalesce("run_id", named).alias("run_id"), "protocol", "totals")
         .filter(F.col("totals").isNotNull())
         .collect()
     )
-    return {unquote(r.run_id): r.totals.asDict() for r in rows}
+    return {unquote(r.run_id): r.totals.asDict() | {"protocol": r.protocol} for r in rows}
 
 
 def _check(files: list[InputFile], stats: dict[str, FileStats], inputs: Sequence[str]) -> None:

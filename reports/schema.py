@@ -84,6 +84,7 @@ RECORD = _struct(
 # run-<run_id>.json, written by the fuzzer beside its records: what "everything" is for coverage.
 TOTALS = _struct(
     ("run_id", StringType()),
+    ("protocol", StringType()),
     (
         "totals",
         _struct(
@@ -122,6 +123,7 @@ TABLES: dict[str, StructType] = {
         ("target_label", StringType()),
         ("target_product", StringType()),
         ("target_version", StringType()),
+        ("target_protocol", StringType()),
         ("spec_ref", StringType()),
         ("spec_class", StringType()),
         *((verdict, LongType()) for verdict in VERDICT_COLUMNS),
@@ -149,6 +151,7 @@ TABLES: dict[str, StructType] = {
         ("total", LongType()),
         ("ratio", DoubleType()),
         ("totals_from", StringType()),
+        ("protocol", StringType()),
         _NIGHT,
     ),
     "divergences": _struct(

@@ -93,7 +93,14 @@ def runs(facts: DataFrame) -> DataFrame:
 def conformance(facts: DataFrame) -> DataFrame:
     """Target x spec_ref: how many cases ended in each verdict."""
     return (
-        facts.groupBy("run_date", "target_label", "target_product", "target_version", "spec_ref")
+        facts.groupBy(
+            "run_date",
+            "target_label",
+            "target_product",
+            "target_version",
+            "target_protocol",
+            "spec_ref",
+        )
         .agg(
             *(_cases_if(F.col("verdict") == v).alias(v) for v in VERDICT_COLUMNS),
             F.sum("n").alias("total"),

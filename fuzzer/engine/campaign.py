@@ -235,7 +235,7 @@ class Campaign:
         next, so the broker is never idle while we think. A batch that brought the broker down
         is dealt with (restart, triage) before the next is sent."""
         batch = self.config.batch
-        count = math.ceil(self.config.max_examples / batch) if self.config.max_examples else 10**9
+        count = 10**9  # the budget or max_examples ends it (paced batches are not all full)
         batches = fuzz_batches(batch, **self._case_options())
         sending: list[tuple[list[Case], Future[dict[str, list[Result]]]]] = []
         pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="amqpfuzz-batch")

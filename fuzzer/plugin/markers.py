@@ -24,6 +24,10 @@ CLASSES = (
     "session",
     "execution",
     "domain",
+    # 1.0's messaging sections, whose MUST sentences are its scenario files
+    "message_format",
+    "delivery_state",
+    "addressing",
 )
 # The capabilities of amqpfuzz.scenarios.vocabulary.CAPABILITIES (a test keeps them equal).
 CAPABILITIES = ("second-connection", "restart", "many-queues", "raw-bytes", "consumer")
@@ -39,5 +43,6 @@ MARKERS = {
 
 
 def class_of(ref: str) -> str:
-    """The AMQP class a spec reference is about (``queue.declare/queue/reserved``: queue)."""
-    return ref.split(":")[0].split("/")[0].split(".")[0]
+    """The AMQP class a spec reference is about (``queue.declare/queue/reserved``: queue; a 1.0
+    sentence's ``delivery-state/released#1``: its section, delivery_state)."""
+    return ref.split("#")[0].split(":")[0].split("/")[0].split(".")[0].replace("-", "_")

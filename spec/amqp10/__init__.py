@@ -10,7 +10,7 @@ from lxml import etree
 
 from .model import Spec100, load_1_0
 
-__all__ = ["Spec100", "claims", "load_1_0", "read", "read_file"]
+__all__ = ["Spec100", "claims", "load_1_0", "performatives", "read", "read_file"]
 
 
 @functools.cache  # one model per protocol and process
@@ -31,3 +31,11 @@ def read_file(path: str) -> Spec100:
     part = parse(path).get("name")
     others = [p for p in PROTOCOLS["1.0"].paths if p.name != f"amqp1-0-{part}.xml"]
     return load_1_0([*others, path])
+
+
+def performatives(protocol: str = "1.0") -> tuple[str, ...]:
+    """The composite types that are frame bodies (open ... close), in the XML's order."""
+    from .codec import codec_for
+
+    types = codec_for(protocol).types
+    return tuple(n for n in types.composites if types.provides(n, ("frame",)))

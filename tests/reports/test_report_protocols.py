@@ -1,0 +1,49 @@
+"""Protocol as a dimension of the nightly report: a night with 0-9-1 and 1.0 records has
+coverage rows for each protocol against its own specification's totals (1.0: performatives and
+the MUST sentences of its messaging part), and its conformance rows say the protocol."""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+
+from conftest import table
+from pyspark.sql import SparkSession
+from report_records import RABBIT, at, case, write
+
+from amqpfuzz.reports import run
+
+NIGHT = "2026-02-02"
+PROTON = {**RABBIT, "label": "proton", "product": "", "version": "", "protocol": "1.0"}
+
+
+def test_each_protocol_is_covered_against_its_own_spec(spark: SparkSession, tmp_path: Path) -> None:
+    records = tmp_path / "in"
+    write(records, "r091", "m1", [
+        case(run_id="r091", worker="m1", ts=at(NIGHT, 1), spec_ref="queue.declare"),
+        case(run_id="r091", worker="m1", ts=at(NIGHT, 2), spec_ref="basic.qos", seq=1),
+    ])  # fmt: skip
+    write(records, "r10", "m1", [
+        case(run_id="r10", worker="m1", ts=at(NIGHT, 3), target=PROTON, spec_ref="attach"),
+        case(run_id="r10", worker="m1", ts=at(NIGHT, 4), target=PROTON, spec_ref="transfer",
+             mutation="unattached-handle", seq=1),
+        case(run_id="r10", worker="m1", ts=at(NIGHT, 5), target=PROTON, kind="scenario",
+             spec_ref="message-format#1", seq=2),
+        case(run_id="r10", worker="m1", ts=at(NIGHT, 6), target=PROTON, kind="scenario",
+             spec_ref="delivery-state/released#1", verdict="fail", signature="s", seq=3),
+    ])  # fmt: skip
+    out = tmp_path / "out"
+    run(spark, [str(records)], str(out), settle=dt.timedelta(0))
+    rows = table(spark, out, "coverage").collect()
+    got = {(r.protocol, r.dimension): (r.exercised, r.total) for r in rows}
+    assert got[("0-9-1", "methods")] == (2, 53)
+    assert got[("1.0", "methods")] == (2, 9)  # attach and transfer, of 9 performatives
+    assert got[("1.0", "rules")] == (2, 39)  # two MUST sentences, of 39
+    assert got[("1.0", "mutation_operators")] == (1, None)
+    conformance = table(spark, out, "conformance").collect()
+    assert {(r.target_label, r.target_protocol) for r in conformance} == {
+        ("rabbitmq", "0-9-1"),
+        ("proton", "1.0"),
+    }
+    html = (out / "report.html").read_text()
+    assert "AMQP 1.0 methods" in html and "AMQP 0-9-1 methods" in html
