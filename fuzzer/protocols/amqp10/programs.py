@@ -1,0 +1,337 @@
+"""Stateful 1.0 programs through python-qpid-proton, the real client (as pika is for 0-9-1).
+
+A program sends messages to a few nodes (at-most-once or at-least-once), receives them on one
+link per node with a credit window, settles each one (accepted, rejected, released, modified
+with delivery-failed), and at its end drains every node. Links stay attached for the program's
+life (RabbitMQ 3.10 does not answer a closing detach as proton waits for). It checks the
+broker against its model on every delivery:
+
+* none invented and none after it was accepted or rejected; every at-least-once message that
+  was not accepted or rejected comes back by the end (none lost; a released or modified one
+  comes again);
+* the body and application properties as sent (the bare message, as the client decodes it);
+* per-link order: on one link, messages never delivered before come in the order sent;
+* no transfer beyond the credit the link granted (proton counts each against it);
+* a message modified with delivery-failed comes again with its delivery-count one higher; one
+  released, with the same;
+* every at-least-once send is accepted; every step answered within the timeout.
+
+A broken invariant raises :class:`~..base.Broken`; Hypothesis shrinks the program, whose steps
+(:attr:`Program.trace`) are the reproducer :func:`replay_program` runs again.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any, NoReturn
+
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition, rule
+from proton import Delivery, Endpoint, Message
+from proton.reactor import AtLeastOnce, AtMostOnce
+from proton.utils import BlockingConnection, BlockingReceiver
+
+from ...brokers import Target
+from ..base import Broken, ConnectionFailed, ProgramStep
+from .connection import Connection
+from .nodes import delete_nodes
+
+__all__ = ["Program", "machine_for", "replay_program"]
+
+NODES = 3
+OUTCOMES = ("accepted", "rejected", "released", "modified")
+QUIET = 1.0  # seconds without a message that end a drain
+
+
+@dataclass
+class Sent:
+    seq: int
+    body: bytes
+    sure: bool  # at-least-once, accepted: it must come back unless accepted or rejected
+    count: int | None = None  # the delivery-count its next delivery must carry, if known
+    delivered: bool = False
+
+
+@dataclass
+class Program:
+    """One program: its connection, its model of the nodes, the steps it took."""
+
+    target: Target
+    prefix: str
+    timeout: float = 10.0
+    trace: list[ProgramStep] = field(default_factory=list)
+    broken: Broken | None = None
+    nodes: dict[int, list[Sent]] = field(default_factory=dict)
+    gone: dict[int, set[int]] = field(default_factory=dict)  # accepted or rejected seqs
+    seq: int = 0
+    links: int = 0
+    connection: BlockingConnection | None = None
+    senders: dict[tuple[int, bool], Any] = field(default_factory=dict)
+    receivers: dict[int, BlockingReceiver] = field(default_factory=dict)
+    last: dict[int, int] = field(default_factory=dict)  # per node's link: the last new seq
+
+    # -- connecting ------------------------------------------------------------------------
+
+    def open(self) -> None:
+        self._step({"step": "open"}, self._open)
+
+    def _open(self) -> None:
+        target = self.target
+        try:  # which login the peer takes (the Proton broker: ANONYMOUS alone)
+            probe = Connection.open(target, timeout=self.timeout)
+        except ConnectionFailed as exc:
+            raise Broken("no unexpected error", "open", str(exc)) from None
+        mechanism = probe.mechanism or "ANONYMOUS"
+        probe.close(timeout=1.0)
+        where = f"{target.host}:{target.port}"
+        if mechanism == "PLAIN":
+            url = f"amqp://{target.user}:{target.password}@{where}"
+        else:
+            url = f"amqp://{where}"
+        self.connection = BlockingConnection(url, timeout=self.timeout, allowed_mechs=mechanism)
+
+    def close(self) -> None:
+        if self.connection is not None:
+            with contextlib.suppress(Exception):  # a broken program's connection may be gone
+                self.connection.close()
+            self.connection = None
+        names = [self.address(n) for n in self.nodes]
+        if names:
+            delete_nodes(self.target, names, self.timeout)
+
+    def address(self, node: int) -> str:
+        return f"{self.prefix}n{node}"
+
+    def _link_name(self) -> str:
+        """A link name of its own (proton's default is the same for two links to a node)."""
+        self.links += 1
+        return f"{self.prefix}link-{self.links}"
+
+    # -- steps -----------------------------------------------------------------------------
+
+    def _step(self, record: ProgramStep, run: Callable[[], object]) -> None:
+        """Run one step, recorded first; an error of the client breaks an invariant (a
+        timeout: ``timely answer``)."""
+        self.trace.append(record)
+        name = str(record["step"])
+        try:
+            run()
+        except Broken as exc:
+            self.broken = exc
+            raise
+        except Exception as exc:
+            timed_out = type(exc).__name__ == "Timeout"
+            invariant = Broken.HUNG if timed_out else "no unexpected error"
+            self.broken = Broken(invariant, name, f"{type(exc).__name__}: {exc}")
+            raise self.broken from None
+
+    def fail(self, invariant: str, step: str, message: str) -> NoReturn:
+        raise Broken(invariant, step, message)
+
+    def send(self, node: int, count: int, sure: bool) -> None:
+        record = {"step": "send", "node": node, "count": count, "sure": sure}
+        self._step(record, lambda: self._send(node, count, sure))
+
+    def _send(self, node: int, count: int, sure: bool) -> None:
+        assert self.connection is not None
+        sender = self.senders.get((node, sure))
+        if sender is None:  # a link per node and mode, for the program's life
+            mode = AtLeastOnce() if sure else AtMostOnce()
+            sender = self.connection.create_sender(
+                self.address(node), name=self._link_name(), options=mode
+            )
+            self.senders[(node, sure)] = sender
+        model = self.nodes.setdefault(node, [])
+        for _ in range(count):
+            self.seq += 1
+            body = f"{self.prefix}{self.seq}".encode()
+            sent = Sent(self.seq, body, sure)
+            sender.send(Message(body=body, properties={"seq": self.seq}))
+            model.append(sent)  # (at-least-once: only now, accepted)
+
+    def receive(self, node: int, credit: int, take: int, outcome: str) -> None:
+        record = {"step": "receive", "node": node, "credit": credit, "take": take}
+        record["outcome"] = outcome
+        self._step(record, lambda: self._receive(node, credit, take, outcome))
+
+    def _receiver(self, node: int, credit: int) -> BlockingReceiver:
+        """The node's receiving link (one for the program's life: what it holds stays on it,
+        and its order is one link's), made with ``credit`` the first time."""
+        assert self.connection is not None
+        if node not in self.receivers:
+            receiver = self.connection.create_receiver(
+                self.address(node), credit=credit, name=self._link_name(), options=AtLeastOnce()
+            )
+            self.receivers[node] = receiver
+        return self.receivers[node]
+
+    def _receive(self, node: int, credit: int, take: int, outcome: str, quiet: float = 0) -> int:
+        receiver = self._receiver(node, credit)
+        got = 0
+        while take == 0 or got < take:
+            try:
+                message = receiver.receive(timeout=quiet or self.timeout)
+            except Exception as exc:
+                if type(exc).__name__ != "Timeout":
+                    raise
+                ended = self._ended(receiver)
+                if ended:
+                    self.fail("no unexpected error", "receive", ended)
+                if quiet:
+                    break  # drained
+                # the model holds at least ``take`` at-least-once messages there
+                self.fail("no message lost", "receive",
+                          f"{take - got} of {take} messages did not come from node {node} "
+                          f"in {self.timeout:g} s")  # fmt: skip
+            got += 1
+            if receiver.link.credit < 0:  # proton counts each transfer against the credit
+                self.fail("credit respected", "receive",
+                          f"{-receiver.link.credit} transfer(s) beyond the credit granted")  # fmt: skip
+            self.last[node] = self._check(node, message, self.last.get(node, 0))
+            self._settle(receiver, node, message, outcome)
+        return got
+
+    @staticmethod
+    def _ended(receiver: BlockingReceiver) -> str:
+        """What the peer said when it ended the link or its session (nothing: ""), which
+        proton does not raise while it waits for a message."""
+        for end in (receiver.link, receiver.link.session):
+            condition = end.remote_condition
+            if condition is not None or end.state & Endpoint.REMOTE_CLOSED:
+                what = "link" if end is receiver.link else "session"
+                return f"the peer ended the {what}: {condition}"
+        return ""
+
+    def _check(self, node: int, message: Message, last_new: int) -> int:
+        """The model's checks on one delivery; the last never-delivered seq on this link."""
+        properties: dict[str, Any] = dict(message.properties or {})
+        seq = properties.get("seq")
+        model = {s.seq: s for s in self.nodes.get(node, [])}
+        sent = model.get(seq) if isinstance(seq, int) else None
+        if sent is None:
+            gone = seq in self.gone.get(node, set())
+            why = "after it was accepted or rejected" if gone else "that was never sent there"
+            self.fail("none invented", "receive", f"a message (seq {seq!r}) {why}")
+        if message.body != sent.body:
+            self.fail("bare message unmodified", "receive",
+                      f"seq {seq}: body {message.body!r}, sent {sent.body!r}")  # fmt: skip
+        if not sent.delivered:
+            if sent.seq < last_new:
+                self.fail("per-link order", "receive", f"seq {sent.seq} after {last_new}")
+            last_new = sent.seq
+        if sent.count is not None and message.delivery_count != sent.count:
+            self.fail("delivery-count", "receive",
+                      f"seq {sent.seq}: delivery-count {message.delivery_count}, "
+                      f"{sent.count} expected")  # fmt: skip
+        sent.delivered = True
+        return last_new
+
+    def _settle(self, receiver: BlockingReceiver, node: int, message: Message, how: str) -> None:
+        properties: dict[str, Any] = dict(message.properties or {})
+        seq = int(properties["seq"])  # (checked: a seq of the model)
+        model = self.nodes[node]
+        sent = next(s for s in model if s.seq == seq)
+        if how in ("accepted", "rejected"):
+            receiver.accept() if how == "accepted" else receiver.reject()
+            model.remove(sent)
+            self.gone.setdefault(node, set()).add(seq)
+        elif how == "released":
+            receiver.release(delivered=False)
+            sent.count = message.delivery_count  # unchanged (messaging 3.4.4)
+        else:  # modified, delivery-failed: the count goes up (messaging 3.4.5)
+            assert receiver.fetcher is not None
+            delivery = receiver.fetcher.unsettled.popleft()
+            delivery.local.failed = True
+            delivery.update(Delivery.MODIFIED)
+            delivery.settle()
+            sent.count = message.delivery_count + 1
+
+    def drain(self) -> None:
+        """Every node emptied (accepting); then nothing at-least-once may be missing."""
+        self._step({"step": "drain"}, self._drain)
+
+    def _drain(self) -> None:
+        for node in sorted(self.nodes):
+            self._receive(node, 50, 0, "accepted", quiet=QUIET)
+            lost = [s.seq for s in self.nodes[node] if s.sure]
+            if lost:
+                self.fail("no message lost", "drain",
+                          f"{len(lost)} message(s) never came back from node {node}: {lost[:10]}")  # fmt: skip
+
+
+@contextlib.contextmanager
+def machine_for(
+    target: Target,
+    prefix: str,
+    on_program: Callable[[Program], None],
+    timeout: float = 10.0,
+    avoid: frozenset[str] = frozenset(),
+) -> Iterator[type[RuleBasedStateMachine]]:
+    """The state machine class bound to ``target``; no step named in ``avoid`` is taken."""
+
+    def unless(step: str) -> Callable[[Any], Any]:
+        return precondition(lambda self: step not in avoid)
+
+    class Machine10(RuleBasedStateMachine):
+        def __init__(self) -> None:
+            super().__init__()
+            self.program = Program(target, f"{prefix}{time.monotonic_ns() % 10**9}-", timeout)
+            on_program(self.program)
+
+        @initialize()
+        def connect(self) -> None:
+            self.program.open()
+
+        @unless("send")
+        @rule(node=st.integers(0, NODES - 1), count=st.integers(1, 20), sure=st.booleans())
+        def send(self, node: int, count: int, sure: bool) -> None:
+            self.program.send(node, count, sure)
+
+        @unless("receive")
+        @rule(
+            node=st.integers(0, NODES - 1),
+            credit=st.integers(1, 10),
+            take=st.integers(1, 5),
+            outcome=st.sampled_from(OUTCOMES),
+        )
+        def receive(self, node: int, credit: int, take: int, outcome: str) -> None:
+            waiting = [s for s in self.program.nodes.get(node, []) if s.sure]
+            if len(waiting) >= take:  # (what is there depends on the broker: not a precondition)
+                self.program.receive(node, credit, take, outcome)
+
+        def teardown(self) -> None:
+            try:
+                if self.program.broken is None and self.program.connection is not None:
+                    self.program.drain()
+            finally:
+                self.program.close()
+
+    yield Machine10
+
+
+def replay_program(
+    steps: list[ProgramStep], target: Target, prefix: str, timeout: float = 10.0
+) -> Broken | None:
+    """The program's steps again, without Hypothesis; the invariant it breaks now, if any."""
+    program = Program(target, prefix, timeout)
+    try:
+        for step in steps:
+            kind = step["step"]
+            if kind == "open":
+                program.open()
+            elif kind == "send":
+                program.send(int(step["node"]), int(step["count"]), bool(step["sure"]))
+            elif kind == "receive":
+                program.receive(
+                    int(step["node"]), int(step["credit"]), int(step["take"]), str(step["outcome"])
+                )
+            elif kind == "drain":
+                program.drain()
+    except Broken as exc:
+        return exc
+    finally:
+        program.close()
+    return None
