@@ -156,9 +156,10 @@ class Campaign:
         # a broker that goes down: smaller batches, fewer suspects each time (calm: full again)
         self._batch = config.batch
         self._smallest_batch = min(config.batch, 16)
-        # as many as ran in ``batch_seconds`` at the last batch's pace (the first: a few, as the
-        # pace is not known yet)
-        self._paced = min(config.batch, 64)
+        # as many as ran in ``batch_seconds`` at the last batch's pace (the first: full; a
+        # smaller first batch runs fewer cases before a crashing broker's first crash, and
+        # finds fewer signatures in a run's first seconds)
+        self._paced = config.batch
         self._dice = random.Random(config.seed)  # which avoided cases run all the same
         for run in targets:
             run.protocol = config.protocol
