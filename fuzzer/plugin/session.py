@@ -166,9 +166,10 @@ class AmqpSession:
                 prefix=self.options.prefix,
                 timeout=self.timeout,
                 emit=Emitter(self._record_handler("scenarios")),
+                protocol=self.options.protocol,  # what the targets are asked what they are in
             )
             run.start()
-            write_totals(self.out, self.options.run_id)
+            write_totals(self.out, self.options.run_id, self.options.protocol)
             self._conformance = run
         return self._conformance
 

@@ -365,3 +365,26 @@ def test_shrinking_leaves_one_fail_record_per_failure(
     assert reproducers == [Path(failed[0]["reproducer"])]
     shown = result.outlines.index("frames (the smallest case Hypothesis found):")
     assert failed[0]["case"].splitlines()[0] == result.outlines[shown + 1].strip()
+
+
+def test_1_0_items_serial_and_with_two_workers(pytester: pytest.Pytester, tmp_path: Path) -> None:
+    """AMQP 1.0 on the Proton example broker: sentence scenarios (its profile's deviation an
+    xfail, a client-side sentence skipped) and fuzz items, the same serial and under xdist."""
+    pytester.makeconftest(TINY)
+    args = [
+        "--amqp-broker", "qpid-proton", "--amqp-protocol", "1.0", "--hypothesis-profile",
+        "tiny", "-p", "no:cacheprovider", "--amqp-scenarios", "--amqp-fuzz", "--amqp-seed", "7",
+        "-k", "message-format or source/dynamic or frame-size-small or (method and attach)",
+    ]  # fmt: skip
+    runs = {}
+    for label, extra in (("serial", []), ("xdist", ["-n", "2"])):
+        xml = tmp_path / f"{label}.xml"
+        pytester.runpytest_subprocess(*args, *extra, f"--junitxml={xml}")
+        runs[label] = outcomes(xml)
+    serial = runs["serial"]
+    assert serial == runs["xdist"]
+    assert serial["amqpfuzz.scenarios.1.0::message-format#1"] == "xfailed"  # map8 -> map32
+    assert serial["amqpfuzz.scenarios.1.0::message-format/message-annotations#1"] == "passed"
+    assert serial["amqpfuzz.scenarios.1.0::addressing/source/dynamic#1"] == "skipped"
+    assert serial["amqpfuzz.fuzz.mutation::frame-size-small"] == "passed"
+    assert serial["amqpfuzz.fuzz.method::attach"] == "passed"
