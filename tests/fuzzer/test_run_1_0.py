@@ -76,3 +76,24 @@ def test_a_throwaway_that_does_not_serve_1_0_is_refused(kind: str, tmp_path: Pat
         "run", "--protocol", "1.0", "--broker", kind, "--duration", "2", "--out", str(tmp_path)
     )
     assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+
+
+def test_1_0_over_tls(tmp_path: Path) -> None:
+    """amqps:// as for 0-9-1: RabbitMQ's TLS listener speaks 1.0 too; with the CA the run
+    goes, without it the target is refused in one line."""
+    with throwaway("rabbitmq", tls=True) as broker:
+        assert broker.tls_url is not None and broker.ca_file is not None
+        done = amqpfuzz(
+            "run", "--protocol", "1.0", "--url", broker.tls_url, "--ca-file",
+            str(broker.ca_file), "--max-examples", "60", "--no-shrink", "--out", str(tmp_path),
+        )  # fmt: skip
+        assert done.returncode in (0, 1), done.stderr
+        records = [r for p in tmp_path.glob("records-*.jsonl") for r in read_records(p)]
+        assert len(records) >= 30 and {r["target"]["protocol"] for r in records} == {"1.0"}
+        assert all(r["target"]["url"].startswith("amqps://") for r in records)
+        refused = amqpfuzz(
+            "run", "--protocol", "1.0", "--url", broker.tls_url, "--duration", "2",
+            "--out", str(tmp_path / "no-ca"),
+        )  # fmt: skip
+        assert refused.returncode == 2 and refused.stderr.count("\n") == 1, refused.stderr
+        assert "certificate verify failed" in refused.stderr
