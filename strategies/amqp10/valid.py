@@ -2,8 +2,9 @@
 
 A valid case exercises one performative a client sends on a session, in the smallest valid
 exchange that has it: ``begin`` on a channel of its own then ``end``; ``attach`` (and
-``detach``, ``transfer``) on a fresh link which the case detaches again; a session ``flow``
-asking for the peer's state (``echo``). The reaction is the reply the endpoint lifecycle of
+``detach``) on a fresh link which the case detaches again; a session ``flow`` asking for the
+peer's state (``echo``). A ``transfer`` and a ``disposition`` are valid only after an answer of
+the peer (its credit, its delivery), which a case sent in one write cannot wait for. The reaction is the reply the endpoint lifecycle of
 transport 2.4-2.6 requires: each begin, attach, detach and end of ours is answered by the
 peer's own. A performative added to the XML that none of these covers is sent with values drawn
 for its fields, and is required to be accepted without an error.
@@ -18,30 +19,32 @@ from amqpfuzz.spec.amqp10.codec import Composite, Header, Symbol, UInt
 from ..cases import Case, Reaction
 from ..source import Source
 from .operator import Built, Context
-from .wire import Wire
 
-__all__ = ["CONNECTION", "DISPOSITION", "case_performatives", "connection_frames", "valid_builder"]
+__all__ = [
+    "AFTER_ANSWERS",
+    "CONNECTION",
+    "case_performatives",
+    "connection_frames",
+    "valid_builder",
+]
 
 # The connection's own performatives (transport 2.4): sent by the fuzzer, never as a case.
 CONNECTION = ("open", "close")
-# A disposition is valid only for a delivery the peer sent: stateful programs reach it.
-DISPOSITION = "disposition"
+# Valid only after the peer's answer, which a case (bytes sent in one write) cannot wait for:
+# a disposition, for a delivery the peer sent; a transfer, within the credit the peer grants
+# after the attach (transport 2.6.7; sent before it, it is the beyond-credit operator's case).
+# Stateful programs and the 1.0 scenarios send them.
+AFTER_ANSWERS = ("disposition", "transfer")
 
 
 def case_performatives(ctx: Context) -> tuple[str, ...]:
     """The performatives valid cases are drawn from, in the XML's order."""
-    return tuple(p for p in ctx.performatives if p not in (*CONNECTION, DISPOSITION))
+    return tuple(p for p in ctx.performatives if p not in (*CONNECTION, *AFTER_ANSWERS))
 
 
 def _link(src: Source, ctx: Context, name: str) -> Built:
-    sending = name == "transfer"
-    attach = ctx.attach(src, 0, role=False if sending else None)
-    steps = [ctx.wire(attach)]
-    if sending:
-        transfer, message = ctx.transfer(src)
-        steps.append(Wire(ctx.codec.frame(transfer, 0, message), f"{transfer!r} with a message"))
-    steps.append(ctx.wire(ctx.detach(0)))
-    return Built(tuple(steps), name, f"{name} on a fresh link")
+    steps = (ctx.wire(ctx.attach(src, 0)), ctx.wire(ctx.detach(0)))
+    return Built(steps, name, f"{name} on a fresh link")
 
 
 def _session(src: Source, ctx: Context, name: str) -> Built:
@@ -68,7 +71,6 @@ _BUILDERS: dict[str, tuple[Callable[[Source, Context, str], Built], tuple[str, .
     "end": (_session, ("end",)),
     "attach": (_link, ("attach", "detach")),
     "detach": (_link, ("attach", "detach")),
-    "transfer": (_link, ("attach", "detach")),
     "flow": (_flow, ()),  # echo: the peer SHOULD send its state (transport 2.7.4), not MUST
 }
 
