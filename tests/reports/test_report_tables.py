@@ -78,8 +78,8 @@ def _verdicts(
 
 def test_conformance_matrix(spark: SparkSession, first_night: First) -> None:
     _, out, _ = first_night
-    rabbit = ("rabbitmq", "RabbitMQ", "3.10.8")
-    garage = ("garagemq", "GarageMQ", "0.1")
+    rabbit = ("rabbitmq", "RabbitMQ", "3.10.8", "0-9-1")
+    garage = ("garagemq", "GarageMQ", "0.1", "0-9-1")
     cells = [
         (rabbit, "queue.declare", "queue", _verdicts(pass_=2)),
         (rabbit, "queue.declare/queue/reserved", "queue", _verdicts(fail=2)),
@@ -91,7 +91,7 @@ def test_conformance_matrix(spark: SparkSession, first_night: First) -> None:
     ]
     columns = TABLES["conformance"].fieldNames()
     expected = [
-        dict(zip(columns[:5], (*target, ref, cls), strict=True)) | counts | {"run_date": NIGHT}
+        dict(zip(columns[:6], (*target, ref, cls), strict=True)) | counts | {"run_date": NIGHT}
         for target, ref, cls, counts in cells
     ]
     actual = table(spark, out, "conformance").select(*columns)
