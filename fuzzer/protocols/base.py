@@ -13,6 +13,7 @@ the socket closing, a timeout, bytes that are not the protocol, a broker that is
 from __future__ import annotations
 
 import abc
+import importlib
 from collections.abc import Iterable, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
@@ -358,8 +359,10 @@ class Driver(abc.ABC):
         timeout: float,
         broker: Broker | None,
     ) -> Played:
-        """Play one scenario file on ``target``."""
-        raise UnsupportedProtocol(f"no scenario player for AMQP {self.protocol}")
+        """Play one scenario file on ``target``: the family's ``scenarios`` module's
+        ``Player``."""
+        player = self._family_part("scenarios", "scenario player").Player
+        return player(scenario, target, prefix=prefix, timeout=timeout, broker=broker).play()  # type: ignore[no-any-return]
 
     def machine(
         self,
@@ -373,11 +376,25 @@ class Driver(abc.ABC):
         ``with`` block (its programs may share connections until the block ends);
         ``on_program`` is called with each program (a :class:`ProgramRun`) as Hypothesis makes
         it; a step waits ``timeout`` seconds at most for the broker; no step whose kind is
-        named in ``avoid`` is taken."""
-        raise UnsupportedProtocol(f"no stateful programs for AMQP {self.protocol}")
+        named in ``avoid`` is taken. The family's ``programs`` module's ``machine_for``."""
+        programs = self._family_part("programs", "stateful programs")
+        return programs.machine_for(target, prefix, on_program, timeout, avoid)  # type: ignore[no-any-return]
 
     def replay_program(
         self, steps: list[ProgramStep], target: Target, prefix: str, timeout: float = 10.0
     ) -> Broken | None:
-        """Run a stateful program's steps again; the invariant broken now, if any."""
-        raise UnsupportedProtocol(f"no stateful programs for AMQP {self.protocol}")
+        """Run a stateful program's steps again; the invariant broken now, if any (the
+        family's ``programs`` module's ``replay_program``)."""
+        programs = self._family_part("programs", "stateful programs")
+        return programs.replay_program(steps, target, prefix, timeout)  # type: ignore[no-any-return]
+
+    def _family_part(self, name: str, what: str) -> Any:
+        """The family's module ``name`` (beside its driver), imported when first needed;
+        UnsupportedProtocol if the family has none."""
+        family = type(self).__module__.rsplit(".", 1)[0]
+        try:
+            return importlib.import_module(f"{family}.{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name != f"{family}.{name}":
+                raise
+            raise UnsupportedProtocol(f"no {what} for AMQP {self.protocol}") from None

@@ -11,7 +11,6 @@ from __future__ import annotations
 import functools
 import struct
 from collections.abc import Iterable, Iterator
-from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from amqpfuzz.spec import RemoteProtocolError
@@ -34,12 +33,7 @@ from .connection import Connection
 from .names import created_names, names_a_queue_itself, ours
 
 if TYPE_CHECKING:
-    from hypothesis.stateful import RuleBasedStateMachine
-
-    from amqpfuzz.scenarios import Scenario
-
-    from ...brokers import Broker
-    from ..base import Broken, Played, ProgramStep
+    pass
 
 __all__ = ["Amqp091Driver"]
 
@@ -257,35 +251,3 @@ class Amqp091Driver(Driver):
         finally:
             connection.close(timeout=1.0)
         return None if problem is None else f"a probe after it got {problem}"
-
-    def play(
-        self,
-        scenario: Scenario,
-        target: Target,
-        *,
-        prefix: str,
-        timeout: float,
-        broker: Broker | None,
-    ) -> Played:
-        from .scenarios import Player
-
-        return Player(scenario, target, prefix=prefix, timeout=timeout, broker=broker).play()
-
-    def machine(
-        self,
-        target: Target,
-        prefix: str,
-        on_program: Any,
-        timeout: float = 10.0,
-        avoid: frozenset[str] = frozenset(),
-    ) -> AbstractContextManager[type[RuleBasedStateMachine]]:
-        from .programs import machine_for
-
-        return machine_for(target, prefix, on_program, timeout, avoid)
-
-    def replay_program(
-        self, steps: list[ProgramStep], target: Target, prefix: str, timeout: float = 10.0
-    ) -> Broken | None:
-        from .programs import replay_program
-
-        return replay_program(steps, target, prefix, timeout)

@@ -38,14 +38,7 @@ from .connection import Connection
 from .nodes import delete_nodes
 
 if TYPE_CHECKING:
-    from contextlib import AbstractContextManager
-
-    from hypothesis.stateful import RuleBasedStateMachine
-
-    from amqpfuzz.scenarios import Scenario
-
-    from ...brokers import Broker
-    from ..base import Broken, Played, ProgramStep
+    pass
 
 __all__ = ["Amqp10Driver"]
 
@@ -226,38 +219,6 @@ class Amqp10Driver(Driver):
         """An error condition by its choice name; its scope, the type that defines it."""
         symbol, defined_by = self.spec.error_conditions()[name]  # KeyError: not one
         return Condition(name, symbol, _SCOPES.get(defined_by, "connection"))
-
-    def play(
-        self,
-        scenario: Scenario,
-        target: Target,
-        *,
-        prefix: str,
-        timeout: float,
-        broker: Broker | None,
-    ) -> Played:
-        from .scenarios import Player
-
-        return Player(scenario, target, prefix=prefix, timeout=timeout, broker=broker).play()
-
-    def machine(
-        self,
-        target: Target,
-        prefix: str,
-        on_program: Any,
-        timeout: float = 10.0,
-        avoid: frozenset[str] = frozenset(),
-    ) -> AbstractContextManager[type[RuleBasedStateMachine]]:
-        from .programs import machine_for
-
-        return machine_for(target, prefix, on_program, timeout, avoid)
-
-    def replay_program(
-        self, steps: list[ProgramStep], target: Target, prefix: str, timeout: float = 10.0
-    ) -> Broken | None:
-        from .programs import replay_program
-
-        return replay_program(steps, target, prefix, timeout)
 
     def serves(self, target: Target, timeout: float, probe: str) -> str | None:
         """The peer accepts a connection and begins a session on it."""
