@@ -164,12 +164,13 @@ def empty_frame(src: Source, ctx: Context) -> Built:
     "frame",
 )
 def bad_protocol_header(src: Source, ctx: Context) -> Built:
+    # not a header any peer may accept: no 1.0 SASL or TLS header, no header of an earlier AMQP
+    # (a broker that serves 0-9-1 on the same port rightly goes on in 0-9-1)
     header = src.pick(
         (
-            raw.header(0, (0, 9, 1)),
             raw.header(0, (2, 0, 0)),
             raw.header(9),
-            raw.header(1),
+            raw.header(0, (1, 1, 0)),
             raw.header(0, (1, 0, 0), magic=b"AMQX"),
             b"GET / HTTP/1.1\r\n\r\n",
         )
