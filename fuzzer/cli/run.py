@@ -195,7 +195,10 @@ def _run(
                 prefix=f"amqpfuzz-{run_id[:8]}-w{i}-",
                 profile=profile,
                 fuzz=replace(fuzz, seed=seed + i) if campaign_kind != "stateful" else None,
-                programs=replace(programs, seed=seed + i) if campaign_kind != "fuzz" else None,
+                # a program may restart the run's own broker when no other worker uses it
+                programs=replace(programs, seed=seed + i, restarts=own is not None and workers == 1)
+                if campaign_kind != "fuzz"
+                else None,
             )
             for i in range(workers)
         ]

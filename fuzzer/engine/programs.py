@@ -49,6 +49,9 @@ class ProgramSettings:
     round_size: int = 10  # programs per Hypothesis run
     steps: int = 200  # steps per program at most
     shrink_budget: float = 20.0  # seconds of shrinking a round's failure
+    # programs may kill and restart the target's throwaway broker (only where nothing else
+    # uses it meanwhile: one worker); a family whose programs check durability does then
+    restarts: bool = False
 
 
 @dataclass
@@ -57,6 +60,7 @@ class _Totals:
     failures: int = 0
     xfails: int = 0
     signatures: dict[str, int] = field(default_factory=dict)
+    known: dict[str, int] = field(default_factory=dict)  # xfailed signatures (the profile's)
     reproducers: dict[str, str] = field(default_factory=dict)
     first_seen: dict[str, float] = field(default_factory=dict)
     started: float = field(default_factory=time.monotonic)
@@ -85,7 +89,7 @@ def run_programs(
     while time.monotonic() < deadline and (left is None or left > 0):
         for target in targets:
             begun = time.monotonic()
-            known = totals[id(target)].signatures
+            known = {**totals[id(target)].signatures, **totals[id(target)].known}
             steps, count, broken = _round(
                 target, config, f"{prefix}s-", config.seed + rounds, deadline, hung(known)
             )
@@ -181,8 +185,10 @@ def _round(
     replays it last; if shrinking runs out of time, the shortest failing one so far), how many
     programs ran, and the invariant broken, if any. No step named in ``avoid`` is taken."""
     done = _Round(config.shrink_budget, deadline)
+    broker = target.broker
+    restart = broker.recover if config.restarts and broker is not None else None
     with target.driver.machine(
-        target.target, prefix, done.add, config.timeout, avoid=avoid
+        target.target, prefix, done.add, config.timeout, avoid=avoid, restart=restart
     ) as machine:
         case = machine.TestCase
         case.settings = settings(
@@ -271,6 +277,8 @@ def _judge(
         totals.first_seen.setdefault(signature, time.monotonic() - totals.started)
     elif verdict.verdict == "xfail":
         totals.xfails += 1
+        if signature is not None:
+            totals.known[signature] = totals.known.get(signature, 0) + 1
     emit(
         ProgramJudged(
             kind="stateful",

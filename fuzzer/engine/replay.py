@@ -12,6 +12,7 @@ Either way the answer is the failure's signature now (None: fixed).
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -136,15 +137,22 @@ class Replay:
         return self.now == self.signature
 
 
-def replay(data: dict[str, Any], target: Target, *, timeout: float = 5.0) -> Replay:
+def replay(
+    data: dict[str, Any],
+    target: Target,
+    *,
+    timeout: float = 5.0,
+    restart: Callable[[], object] | None = None,
+) -> Replay:
     """Replay a reproducer (as :func:`~amqpfuzz.fuzzer.records.load_reproducer` reads it)
-    against ``target``."""
+    against ``target``; ``restart`` kills and restarts it (a throwaway broker), for a program
+    that restarts the broker."""
     try:
         signature = str(data["failure"]["signature"])
     except (KeyError, TypeError):
         raise ReproducerError("the reproducer names no failure signature") from None
     if data.get("kind", "case") == "program":
-        return _replay_program(data, target, signature, timeout)
+        return _replay_program(data, target, signature, timeout, restart)
     if data.get("kind") == "traffic":
         return _replay_traffic(data, target, signature, timeout)
     return _replay_case(data, target, signature, timeout)
@@ -189,11 +197,20 @@ def _level(data: dict[str, Any]) -> str | None:
     return "rule" if len(parts) > 2 and parts[1] == data.get("spec_ref") else None
 
 
-def _replay_program(data: dict[str, Any], target: Target, signature: str, timeout: float) -> Replay:
+def _replay_program(
+    data: dict[str, Any],
+    target: Target,
+    signature: str,
+    timeout: float,
+    restart: Callable[[], object] | None,
+) -> Replay:
     """The program's steps again, through the driver's client, the same invariants checked."""
     protocol = str(data.get("protocol", DEFAULT_PROTOCOL))
     prefix = f"amqpfuzz-replay-{time.monotonic_ns() % 10**9}-"
-    broken = driver_for(protocol).replay_program(list(data["steps"]), target, prefix, timeout)
+    steps = list(data["steps"])
+    if not any(isinstance(s, dict) and s.get("step") == "restart" for s in steps):
+        restart = None  # (only the families that restart take it)
+    broken = driver_for(protocol).replay_program(steps, target, prefix, timeout, restart)
     now = signatures.program(broken.invariant, broken.step) if broken is not None else None
     observed = f"{broken.invariant} in {broken.step}: {broken.message}" if broken else "held"
     return Replay(signature, now, f"every invariant holds ({signature} broke)", observed)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import abc
 import importlib
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
@@ -371,22 +371,32 @@ class Driver(abc.ABC):
         on_program: Any,
         timeout: float = 10.0,
         avoid: frozenset[str] = frozenset(),
+        restart: Callable[[], object] | None = None,
     ) -> AbstractContextManager[type[RuleBasedStateMachine]]:
         """The stateful program's state machine, bound to ``target``, for the length of a
         ``with`` block (its programs may share connections until the block ends);
         ``on_program`` is called with each program (a :class:`ProgramRun`) as Hypothesis makes
         it; a step waits ``timeout`` seconds at most for the broker; no step whose kind is
-        named in ``avoid`` is taken. The family's ``programs`` module's ``machine_for``."""
+        named in ``avoid`` is taken; ``restart`` kills and restarts a throwaway broker, for the
+        families whose programs check what survives it (their ``machine_for`` takes it). The
+        family's ``programs`` module's ``machine_for``."""
         programs = self._family_part("programs", "stateful programs")
-        return programs.machine_for(target, prefix, on_program, timeout, avoid)  # type: ignore[no-any-return]
+        more = {"restart": restart} if restart is not None else {}
+        return programs.machine_for(target, prefix, on_program, timeout, avoid, **more)  # type: ignore[no-any-return]
 
     def replay_program(
-        self, steps: list[ProgramStep], target: Target, prefix: str, timeout: float = 10.0
+        self,
+        steps: list[ProgramStep],
+        target: Target,
+        prefix: str,
+        timeout: float = 10.0,
+        restart: Callable[[], object] | None = None,
     ) -> Broken | None:
         """Run a stateful program's steps again; the invariant broken now, if any (the
-        family's ``programs`` module's ``replay_program``)."""
+        family's ``programs`` module's ``replay_program``; ``restart`` as for :meth:`machine`)."""
         programs = self._family_part("programs", "stateful programs")
-        return programs.replay_program(steps, target, prefix, timeout)  # type: ignore[no-any-return]
+        more = {"restart": restart} if restart is not None else {}
+        return programs.replay_program(steps, target, prefix, timeout, **more)  # type: ignore[no-any-return]
 
     def _family_part(self, name: str, what: str) -> Any:
         """The family's module ``name`` (beside its driver), imported when first needed;

@@ -1,10 +1,10 @@
 """Stateful 1.0 programs through python-qpid-proton, the real client (as pika is for 0-9-1).
 
-A program sends messages to a few nodes (at-most-once or at-least-once), receives them on one
-link per node with a credit window, settles each one (accepted, rejected, released, modified
-with delivery-failed), and at its end drains every node. Links stay attached for the program's
-life (RabbitMQ 3.10 does not answer a closing detach as proton waits for). It checks the
-broker against its model on every delivery:
+A program sends messages to a few durable nodes (at-most-once or at-least-once, durable or
+not), receives them on one link per node with a credit window, settles each one (accepted,
+rejected, released, modified with delivery-failed), closes a receiving link now and then (the
+next receive attaches another), may have a throwaway broker killed and restarted once, and at
+its end drains every node. It checks the broker against its model on every delivery:
 
 * none invented and none after it was accepted or rejected; every at-least-once message that
   was not accepted or rejected comes back by the end (none lost; a released or modified one
@@ -14,7 +14,13 @@ broker against its model on every delivery:
 * no transfer beyond the credit the link granted (proton counts each against it);
 * a message modified with delivery-failed comes again with its delivery-count one higher; one
   released, with the same;
-* every at-least-once send is accepted; every step answered within the timeout.
+* a durable at-least-once message survives the broker's kill and restart (messaging 3.2.1:
+  "Durable Messages MUST NOT be lost even if an intermediary is unexpectedly terminated and
+  restarted"); a message that was not durable may be lost then, never invented;
+* every at-least-once send is accepted; every step answered within the timeout (a link closed
+  by the program is answered by the peer's closing detach, transport 2.6.6).
+
+A restart needs the broker's process: only a run's own throwaway broker, given as ``restart``.
 
 A broken invariant raises :class:`~..base.Broken`; Hypothesis shrinks the program, whose steps
 (:attr:`Program.trace`) are the reproducer :func:`replay_program` runs again.
@@ -30,11 +36,12 @@ from typing import Any, NoReturn
 
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition, rule
-from proton import Delivery, Endpoint, Message
-from proton.reactor import AtLeastOnce, AtMostOnce
+from proton import Delivery, Endpoint, Link, Message, Terminus
+from proton.reactor import AtLeastOnce, AtMostOnce, LinkOption
 from proton.utils import BlockingConnection, BlockingReceiver
 
 from ...brokers import Target
+from ...records import ReproducerError
 from ..base import Broken, ConnectionFailed, ProgramStep
 from .connection import Connection
 from .nodes import delete_nodes
@@ -44,6 +51,18 @@ __all__ = ["Program", "machine_for", "replay_program"]
 NODES = 3
 OUTCOMES = ("accepted", "rejected", "released", "modified")
 QUIET = 1.0  # seconds without a message that end a drain
+RESTART_ODDS = 8  # a restart rule drawn acts once in this many (a restart takes seconds)
+SURVIVE = "durable messages survive a restart"
+
+
+class Durable(LinkOption):
+    """Durable termini that never expire: the node keeps what it holds across a restart
+    (RabbitMQ's 1.0 plugin makes a durable queue for them)."""
+
+    def apply(self, link: Link) -> None:
+        for terminus in (link.source, link.target):
+            terminus.durability = Terminus.DELIVERIES
+            terminus.expiry_policy = Terminus.EXPIRE_NEVER
 
 
 @dataclass
@@ -51,8 +70,10 @@ class Sent:
     seq: int
     body: bytes
     sure: bool  # at-least-once, accepted: it must come back unless accepted or rejected
+    durable: bool = False
     count: int | None = None  # the delivery-count its next delivery must carry, if known
     delivered: bool = False
+    restarted: bool = False  # it must have survived a restart of the broker
 
 
 @dataclass
@@ -72,6 +93,8 @@ class Program:
     senders: dict[tuple[int, bool], Any] = field(default_factory=dict)
     receivers: dict[int, BlockingReceiver] = field(default_factory=dict)
     last: dict[int, int] = field(default_factory=dict)  # per node's link: the last new seq
+    restart: Callable[[], object] | None = None  # kills and restarts the throwaway broker
+    restarted: bool = False
 
     # -- connecting ------------------------------------------------------------------------
 
@@ -94,13 +117,23 @@ class Program:
         self.connection = BlockingConnection(url, timeout=self.timeout, allowed_mechs=mechanism)
 
     def close(self) -> None:
-        if self.connection is not None:
-            with contextlib.suppress(Exception):  # a broken program's connection may be gone
-                self.connection.close()
-            self.connection = None
+        self._let_go()
         names = [self.address(n) for n in self.nodes]
         if names:
             delete_nodes(self.target, names, self.timeout)
+
+    def _let_go(self, timeout: float | None = None) -> None:
+        """Close the program's connection (waiting ``timeout`` at most for the peer's close);
+        its links go with it."""
+        if self.connection is not None:
+            if timeout is not None:
+                self.connection.timeout = timeout
+            with contextlib.suppress(Exception):  # a broken program's connection may be gone
+                self.connection.close()
+            self.connection = None
+        self.senders.clear()
+        self.receivers.clear()
+        self.last.clear()
 
     def address(self, node: int) -> str:
         return f"{self.prefix}n{node}"
@@ -122,35 +155,91 @@ class Program:
         except Broken as exc:
             self.broken = exc
             raise
+        except ReproducerError:
+            raise  # a program the place it runs cannot play: not the broker's doing
         except Exception as exc:
             timed_out = type(exc).__name__ == "Timeout"
+            ended = self._peer_ended() if timed_out else ""
+            if ended:  # proton waited on a link the peer had ended: that is what happened
+                self.broken = Broken("no unexpected error", name, ended)
+                raise self.broken from None
             invariant = Broken.HUNG if timed_out else "no unexpected error"
             self.broken = Broken(invariant, name, f"{type(exc).__name__}: {exc}")
             raise self.broken from None
 
+    def _peer_ended(self) -> str:
+        """What the peer said when it ended one of the program's links or sessions, if it
+        did (proton does not raise it while it waits)."""
+        links = [*self.senders.values(), *self.receivers.values()]
+        return next((e for e in map(self._ended, links) if e), "")
+
     def fail(self, invariant: str, step: str, message: str) -> NoReturn:
         raise Broken(invariant, step, message)
 
-    def send(self, node: int, count: int, sure: bool) -> None:
+    def send(self, node: int, count: int, sure: bool, durable: bool = False) -> None:
         record = {"step": "send", "node": node, "count": count, "sure": sure}
-        self._step(record, lambda: self._send(node, count, sure))
+        if durable:
+            record["durable"] = True
+        self._step(record, lambda: self._send(node, count, sure, durable))
 
-    def _send(self, node: int, count: int, sure: bool) -> None:
+    def _send(self, node: int, count: int, sure: bool, durable: bool) -> None:
         assert self.connection is not None
         sender = self.senders.get((node, sure))
-        if sender is None:  # a link per node and mode, for the program's life
-            mode = AtLeastOnce() if sure else AtMostOnce()
+        if sender is None:  # a link per node and mode, for the connection's life
+            mode: LinkOption = AtLeastOnce() if sure else AtMostOnce()
             sender = self.connection.create_sender(
-                self.address(node), name=self._link_name(), options=mode
+                self.address(node), name=self._link_name(), options=[mode, Durable()]
             )
             self.senders[(node, sure)] = sender
         model = self.nodes.setdefault(node, [])
         for _ in range(count):
             self.seq += 1
             body = f"{self.prefix}{self.seq}".encode()
-            sent = Sent(self.seq, body, sure)
-            sender.send(Message(body=body, properties={"seq": self.seq}))
+            sent = Sent(self.seq, body, sure, durable)
+            sender.send(Message(body=body, properties={"seq": self.seq}, durable=durable))
             model.append(sent)  # (at-least-once: only now, accepted)
+
+    def detach(self, node: int) -> None:
+        """Close the node's receiving link; the next receive attaches another. What the link
+        held unsettled goes back to the node."""
+        self._step({"step": "detach", "node": node}, lambda: self._detach(node))
+
+    def _detach(self, node: int) -> None:
+        receiver = self.receivers.pop(node, None)
+        self.last.pop(node, None)
+        for sent in self.nodes.get(node, []):
+            sent.count = None  # one the closed link held may come again counted as delivered
+        if receiver is None:
+            return
+        try:
+            receiver.close()  # type: ignore[no-untyped-call]  # waits for the closing detach
+        except Exception as exc:
+            if type(exc).__name__ != "Timeout":
+                raise
+            self.fail(Broken.HUNG, "detach",
+                      f"no detach with closed=true answered the link's closing detach in "
+                      f"{self.timeout:g} s (transport 2.6.6: the partner replies with its own "
+                      f"detach, closed set)")  # fmt: skip
+
+    def restart_broker(self) -> None:
+        """Kill the broker and start it again (a crash, not a clean stop), then connect again.
+        Durable at-least-once messages must all be there; the others may be gone."""
+        self._step({"step": "restart"}, self._restart)
+
+    def _restart(self) -> None:
+        if self.restart is None:
+            raise ReproducerError(
+                "the program restarts the broker: replay it on a throwaway broker (--broker)"
+            )
+        self._let_go(timeout=2.0)
+        self.restart()
+        self.restarted = True
+        self._open()
+        for model in self.nodes.values():
+            for sent in model:
+                sent.sure = sent.sure and sent.durable
+                sent.restarted = sent.sure
+                sent.count = None  # the count need not outlive the broker's process
 
     def receive(self, node: int, credit: int, take: int, outcome: str) -> None:
         record = {"step": "receive", "node": node, "credit": credit, "take": take}
@@ -163,7 +252,10 @@ class Program:
         assert self.connection is not None
         if node not in self.receivers:
             receiver = self.connection.create_receiver(
-                self.address(node), credit=credit, name=self._link_name(), options=AtLeastOnce()
+                self.address(node),
+                credit=credit,
+                name=self._link_name(),
+                options=[AtLeastOnce(), Durable()],
             )
             self.receivers[node] = receiver
         return self.receivers[node]
@@ -183,7 +275,7 @@ class Program:
                 if quiet:
                     break  # drained
                 # the model holds at least ``take`` at-least-once messages there
-                self.fail("no message lost", "receive",
+                self.fail(self._lost(self.nodes.get(node, [])), "receive",
                           f"{take - got} of {take} messages did not come from node {node} "
                           f"in {self.timeout:g} s")  # fmt: skip
             got += 1
@@ -195,13 +287,13 @@ class Program:
         return got
 
     @staticmethod
-    def _ended(receiver: BlockingReceiver) -> str:
-        """What the peer said when it ended the link or its session (nothing: ""), which
-        proton does not raise while it waits for a message."""
-        for end in (receiver.link, receiver.link.session):
+    def _ended(link: Any) -> str:
+        """What the peer said when it ended the link (a blocking sender or receiver) or its
+        session (nothing: ""), which proton does not raise while it waits."""
+        for end in (link.link, link.link.session):
             condition = end.remote_condition
             if condition is not None or end.state & Endpoint.REMOTE_CLOSED:
-                what = "link" if end is receiver.link else "session"
+                what = "link" if end is link.link else "session"
                 return f"the peer ended the {what}: {condition}"
         return ""
 
@@ -228,6 +320,12 @@ class Program:
                       f"{sent.count} expected")  # fmt: skip
         sent.delivered = True
         return last_new
+
+    @staticmethod
+    def _lost(missing: list[Sent]) -> str:
+        """The invariant messages missing from a node break: survival, if one of them was
+        there when the broker restarted."""
+        return SURVIVE if any(s.sure and s.restarted for s in missing) else "no message lost"
 
     def _settle(self, receiver: BlockingReceiver, node: int, message: Message, how: str) -> None:
         properties: dict[str, Any] = dict(message.properties or {})
@@ -256,9 +354,10 @@ class Program:
     def _drain(self) -> None:
         for node in sorted(self.nodes):
             self._receive(node, 50, 0, "accepted", quiet=QUIET)
-            lost = [s.seq for s in self.nodes[node] if s.sure]
+            missing = [s for s in self.nodes[node] if s.sure]
+            lost = [s.seq for s in missing]
             if lost:
-                self.fail("no message lost", "drain",
+                self.fail(self._lost(missing), "drain",
                           f"{len(lost)} message(s) never came back from node {node}: {lost[:10]}")  # fmt: skip
 
 
@@ -269,8 +368,10 @@ def machine_for(
     on_program: Callable[[Program], None],
     timeout: float = 10.0,
     avoid: frozenset[str] = frozenset(),
+    restart: Callable[[], object] | None = None,
 ) -> Iterator[type[RuleBasedStateMachine]]:
-    """The state machine class bound to ``target``; no step named in ``avoid`` is taken."""
+    """The state machine class bound to ``target``; no step named in ``avoid`` is taken; with
+    ``restart`` (which kills and restarts the broker), a program may restart it once."""
 
     def unless(step: str) -> Callable[[Any], Any]:
         return precondition(lambda self: step not in avoid)
@@ -279,6 +380,7 @@ def machine_for(
         def __init__(self) -> None:
             super().__init__()
             self.program = Program(target, f"{prefix}{time.monotonic_ns() % 10**9}-", timeout)
+            self.program.restart = restart
             on_program(self.program)
 
         @initialize()
@@ -286,9 +388,29 @@ def machine_for(
             self.program.open()
 
         @unless("send")
-        @rule(node=st.integers(0, NODES - 1), count=st.integers(1, 20), sure=st.booleans())
-        def send(self, node: int, count: int, sure: bool) -> None:
-            self.program.send(node, count, sure)
+        @rule(
+            node=st.integers(0, NODES - 1),
+            count=st.integers(1, 20),
+            sure=st.booleans(),
+            durable=st.booleans(),
+        )
+        def send(self, node: int, count: int, sure: bool, durable: bool) -> None:
+            self.program.send(node, count, sure, durable)
+
+        @unless("detach")
+        @rule(node=st.integers(0, NODES - 1))
+        def detach(self, node: int) -> None:
+            if node in self.program.receivers:
+                self.program.detach(node)
+
+        @unless("restart")
+        @precondition(lambda self: restart is not None and not self.program.restarted)
+        @rule(odds=st.integers(0, RESTART_ODDS - 1))
+        def restart_broker(self, odds: int) -> None:
+            # once in RESTART_ODDS (shrinking goes to 0: away from a restart it can do without)
+            survivors = [s for m in self.program.nodes.values() for s in m if s.durable and s.sure]
+            if odds == RESTART_ODDS - 1 and survivors:
+                self.program.restart_broker()
 
         @unless("receive")
         @rule(
@@ -313,17 +435,31 @@ def machine_for(
 
 
 def replay_program(
-    steps: list[ProgramStep], target: Target, prefix: str, timeout: float = 10.0
+    steps: list[ProgramStep],
+    target: Target,
+    prefix: str,
+    timeout: float = 10.0,
+    restart: Callable[[], object] | None = None,
 ) -> Broken | None:
-    """The program's steps again, without Hypothesis; the invariant it breaks now, if any."""
-    program = Program(target, prefix, timeout)
+    """The program's steps again, without Hypothesis; the invariant it breaks now, if any. A
+    program that restarts the broker needs ``restart``."""
+    if restart is None and any(step["step"] == "restart" for step in steps):
+        raise ReproducerError(
+            "the program restarts the broker: replay it on a throwaway broker (--broker KIND)"
+        )
+    program = Program(target, prefix, timeout, restart=restart)
     try:
         for step in steps:
             kind = step["step"]
             if kind == "open":
                 program.open()
             elif kind == "send":
-                program.send(int(step["node"]), int(step["count"]), bool(step["sure"]))
+                durable = bool(step.get("durable", False))
+                program.send(int(step["node"]), int(step["count"]), bool(step["sure"]), durable)
+            elif kind == "detach":
+                program.detach(int(step["node"]))
+            elif kind == "restart":
+                program.restart_broker()
             elif kind == "receive":
                 program.receive(
                     int(step["node"]), int(step["credit"]), int(step["take"]), str(step["outcome"])
