@@ -22,6 +22,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from amqpfuzz.spec import DEFAULT_PROTOCOL, family_of
+from amqpfuzz.spec import spec_totals as registry_totals
 from amqpfuzz.spec.amqp10 import performatives
 
 __all__ = ["DIMENSIONS", "coverage", "protocols", "spec_totals"]
@@ -52,16 +53,8 @@ def _exercised(protocol: str) -> dict[str, Column]:
 
 def spec_totals(protocol: str = DEFAULT_PROTOCOL) -> dict[str, int | None]:
     """The totals a specification itself gives: its methods (1.0: performatives) and rules
-    (1.0: MUST sentences of its messaging part); the rest unknown."""
-    if family_of(protocol) == "amqp10":
-        from amqpfuzz.spec.amqp10.sentences import normative_sentences
-
-        methods, rules = len(performatives(protocol)), len(normative_sentences())
-    else:
-        from amqpfuzz.spec.amqp091 import load
-
-        spec = load(protocol)
-        methods, rules = len(spec.methods), sum(1 for _ in spec.rules())
+    (1.0: MUST sentences); the rest unknown."""
+    methods, rules = registry_totals(protocol)
     return {"methods": methods, "rules": rules, "scenario_files": None, "mutation_operators": None}
 
 

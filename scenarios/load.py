@@ -200,15 +200,17 @@ class _File:
         )
 
     def sentence_file(self) -> Scenario:
-        """A 1.0 file: it quotes one MUST or MUST NOT sentence of the messaging XML (its
-        ``spec_ref`` is the sentence's ref, its name the ref's), and its steps are 1.0's."""
-        from amqpfuzz.spec.amqp10.sentences import normative_sentences
+        """A 1.0 file: it quotes one MUST or MUST NOT sentence of the messaging or transport
+        XML (its ``spec_ref`` is the sentence's ref, its name the ref's), and its steps are
+        1.0's."""
+        from amqpfuzz.spec.amqp10.sentences import every_sentence
 
         doc = self.doc
         ref = doc["spec_ref"]
-        found = {s.ref: s for s in normative_sentences()}
+        found = {s.ref: s for s in every_sentence()}
         if ref not in found:
-            self.fail("spec_ref", f"{ref!r} is not a MUST sentence of the 1.0 messaging XML")
+            self.fail("spec_ref", f"{ref!r} is not a MUST sentence of the 1.0 messaging or "
+                      "transport XML")  # fmt: skip
         if normalise(self.text("rule")) != normalise(found[ref].text):
             self.fail("rule", f"rule does not quote the XML's sentence {ref}")
         if self.path.name != file_name(ref.replace("#", "/")):

@@ -10,6 +10,12 @@ checks on what the peer did. Conventions:
 * ``save`` binds what the peer sent (its attach, a message received) to a name; ``check``
   reads it by a dotted path: ``m.bare`` (the bare message's exact bytes), ``m.header.delivery-
   count``, ``m.message-annotations``, ``a.source.default-outcome``.
+* ``frame`` sends one performative of the specification with the given fields (those of
+  primitive types, written as the XML writes values: ``handle: 7``, ``role: receiver``), on
+  any channel, for what a client library would not send: a handle in use, a channel beyond
+  the peer's channel-max. Its answer is the next step's (``expect``).
+* ``expect``'s ``condition`` is an error condition (``framing-error``), or the restricted type
+  that lists several (``session-error``: any of them), or ``"*"`` (an error, whichever).
 * A message is given by its sections: ``header``, ``message_annotations``, ``properties``,
   ``application_properties`` (mappings of their fields or entries) and ``body`` (text: an
   amqp-value).
@@ -35,9 +41,10 @@ CHECKS = ("equals", "same_as", "is_set", "is_not_set", "one_of", "each_in", "has
 STEPS10: Mapping[str, StepKind] = {
     kind.name: kind
     for kind in (
-        StepKind("connect", "log in (SASL) and open connection `as`", ("as",)),
-        StepKind("begin", "begin a session on `channel`, the peer's begin awaited",
-                 ("connection", "channel")),
+        StepKind("connect", "log in (SASL) and open connection `as`; the peer's open bound "
+                 "to `save`", ("as",), ("save",)),
+        StepKind("begin", "begin a session on `channel`, the peer's begin awaited and bound "
+                 "to `save`", ("connection", "channel"), ("save",)),
         StepKind("attach",
                  "attach link `handle` as `role` (sender or receiver) to `address` (or a "
                  "`dynamic` node), `durable` terminus if asked; the peer's attach awaited and "
@@ -60,8 +67,12 @@ STEPS10: Mapping[str, StepKind] = {
         StepKind("expect", "the peer closes the `close` scope (link, session, connection), "
                  "with `condition` if given", ("connection", "channel", "close"),
                  ("condition",)),
-        StepKind("detach", "detach link `handle` (closed), the peer's detach awaited", _LINK),
-        StepKind("close", "close the connection politely", ("connection",)),
+        StepKind("detach", "detach link `handle` (closed), the peer's detach awaited and bound "
+                 "to `save`", _LINK, ("save",)),
+        StepKind("frame", "send `performative` with `fields` on `channel` of `connection`",
+                 ("connection", "channel", "performative"), ("fields",)),
+        StepKind("close", "close the connection politely: the peer's close awaited",
+                 ("connection",)),
         StepKind("restart", "restart the broker (a throwaway one the run started)",
                  capability="restart"),
         StepKind("check", "what `that` (a dotted path to a saved value) reads meets one of "
@@ -137,11 +148,36 @@ class StepChecker10:
         if len(self.connections) == 1:
             self.needs.setdefault("second-connection", at)
         self.connections.add(str(args["as"]))
+        self._save(args)
 
     def _begin(self, args: Mapping[str, Any], at: int) -> None:
         if not isinstance(args["channel"], int) or args["channel"] < 0:
             self.fail(at, "channel is a number")
         self.sessions.add((self._connection(args, at), args["channel"]))
+        self._save(args)
+
+    def _frame(self, args: Mapping[str, Any], at: int) -> None:
+        from amqpfuzz.spec.amqp10 import performatives
+        from amqpfuzz.spec.amqp10.codec import codec_for
+
+        self._connection(args, at)
+        if not isinstance(args["channel"], int) or not 0 <= args["channel"] <= 0xFFFF:
+            self.fail(at, "channel is a number from 0 to 65535")
+        types = codec_for("1.0").types
+        name = str(args["performative"])
+        frames = performatives()
+        if name not in frames:
+            self.fail(at, f"{name!r} is not a performative; they are {', '.join(frames)}")
+        known = {f.name: f for f in types.fields[name]}
+        fields = args.get("fields") or {}
+        if not isinstance(fields, Mapping):
+            self.fail(at, "fields is a mapping of the performative's fields")
+        for key, value in fields.items():
+            info = known.get(str(key))
+            if info is None:
+                self.fail(at, f"{name} has no field {key!r}; its fields are {', '.join(known)}")
+            if info.primitive is None or info.multiple or isinstance(value, Mapping | list):
+                self.fail(at, f"{name}.{key}: only a field of a primitive type can be given")
 
     def _attach(self, args: Mapping[str, Any], at: int) -> None:
         session = self._session(args, at)
@@ -190,9 +226,18 @@ class StepChecker10:
         self._session(args, at)
         if args["close"] not in ("link", "session", "connection"):
             self.fail(at, "close is link, session or connection")
+        condition = args.get("condition")
+        if condition is not None and condition != "*":
+            from amqpfuzz.spec.amqp10.codec import codec_for
+
+            known = codec_for("1.0").spec.error_conditions()
+            if condition not in known and condition not in {kind for _, kind in known.values()}:
+                self.fail(at, f"{condition!r} is neither an error condition of 1.0, nor a type "
+                          "of them, nor \"*\"")  # fmt: skip
 
     def _detach(self, args: Mapping[str, Any], at: int) -> None:
         self._link(args, at)
+        self._save(args)
 
     def _close(self, args: Mapping[str, Any], at: int) -> None:
         self._connection(args, at)

@@ -25,6 +25,7 @@ from .registry import (
     load,
     load_file,
     protocols_of,
+    spec_totals,
 )
 
 __all__ = [
@@ -41,4 +42,5 @@ __all__ = [
     "load",
     "load_file",
     "protocols_of",
+    "spec_totals",
 ]

@@ -39,6 +39,7 @@ __all__ = [
     "load",
     "load_file",
     "protocols_of",
+    "spec_totals",
 ]
 
 DATA = Path(__file__).parent / "data"
@@ -113,6 +114,13 @@ def family_of(protocol: str) -> str:
 def protocols_of(family: str) -> tuple[str, ...]:
     """The protocols of a family, in this registry's order."""
     return tuple(p.name for p in PROTOCOLS.values() if p.family == family)
+
+
+def spec_totals(protocol: str) -> tuple[int, int]:
+    """What a protocol's specification gives to exercise: its methods (1.0: performatives) and
+    its rules (1.0: MUST sentences), as its family's package counts them."""
+    methods, rules = _package(family_of(protocol)).totals(protocol)
+    return int(methods), int(rules)
 
 
 def _package(family: str) -> ModuleType:

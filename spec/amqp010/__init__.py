@@ -10,7 +10,7 @@ from lxml import etree
 
 from .model import Spec010, load_0_10
 
-__all__ = ["Spec010", "claims", "load_0_10", "read", "read_file"]
+__all__ = ["Spec010", "claims", "load_0_10", "read", "read_file", "totals"]
 
 
 @functools.cache  # one model per protocol and process
@@ -25,3 +25,12 @@ def claims(root: etree._Element) -> bool:
 
 def read_file(path: str) -> Spec010:
     return load_0_10(path)
+
+
+def totals(protocol: str) -> tuple[int, int]:
+    """What there is to exercise: the commands and controls (0-10's methods), and the rules."""
+    from ..registry import load
+
+    spec = load(protocol)
+    assert isinstance(spec, Spec010)
+    return len(spec.commands) + len(spec.controls), len(spec.rules)

@@ -32,6 +32,7 @@ __all__ = [
     "load",
     "read",
     "read_file",
+    "totals",
 ]
 
 
@@ -48,3 +49,9 @@ def claims(root: etree._Element) -> bool:
 
 def read_file(path: str) -> Spec:
     return load_family_file(path)
+
+
+def totals(protocol: str) -> tuple[int, int]:
+    """What there is to exercise: the protocol's methods and its rules."""
+    spec = load(protocol)
+    return len(spec.methods), sum(1 for _ in spec.rules())

@@ -10,7 +10,7 @@ from lxml import etree
 
 from .model import Spec100, load_1_0
 
-__all__ = ["Spec100", "claims", "load_1_0", "performatives", "read", "read_file"]
+__all__ = ["Spec100", "claims", "load_1_0", "performatives", "read", "read_file", "totals"]
 
 
 @functools.cache  # one model per protocol and process
@@ -39,3 +39,11 @@ def performatives(protocol: str = "1.0") -> tuple[str, ...]:
 
     types = codec_for(protocol).types
     return tuple(n for n in types.composites if types.provides(n, ("frame",)))
+
+
+def totals(protocol: str) -> tuple[int, int]:
+    """What there is to exercise: the performatives, and the MUST sentences of the messaging
+    and transport parts."""
+    from .sentences import every_sentence
+
+    return len(performatives(protocol)), len(every_sentence())

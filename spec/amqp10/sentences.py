@@ -17,9 +17,10 @@ from pathlib import Path
 
 from lxml import etree
 
-__all__ = ["Sentence", "normative_sentences"]
+__all__ = ["PARTS", "Sentence", "every_sentence", "normative_sentences"]
 
 DATA = Path(__file__).resolve().parent.parent / "data"
+PARTS = ("messaging", "transport")  # the parts whose prose states requirements of a peer
 _BLOCKS = ("p", "li", "dd", "t", "picture")  # what holds prose in the 1.0 XML
 # a picture's notes below its diagram: (1), then a), b), c)
 _NOTES = re.compile(r"\s(?=\(\d\)\s)|\s(?=[a-z]\)\s)")
@@ -31,7 +32,8 @@ _NORMATIVE = re.compile(r"\bMUST\b", re.IGNORECASE)
 @dataclass(frozen=True, slots=True)
 class Sentence:
     """One MUST or MUST NOT sentence: its ``ref``, the ``part`` (``messaging``), the path of
-    named elements around it (``where``), its text (white space made single spaces)."""
+    named elements around it (``where``), its text (white space made single spaces). A ref
+    outside the messaging part names its part first: ``transport:links#9``."""
 
     ref: str
     part: str
@@ -78,5 +80,15 @@ def normative_sentences(part: str = "messaging", path: Path | None = None) -> tu
             if "MUST" not in sentence or not _NORMATIVE.search(sentence):
                 continue
             counts[where] = counts.get(where, 0) + 1
-            found.append(Sentence(f"{where}#{counts[where]}", part, where, sentence))
+            ref = (
+                f"{where}#{counts[where]}"
+                if part == "messaging"
+                else f"{part}:{where}#{counts[where]}"
+            )
+            found.append(Sentence(ref, part, where, sentence))
     return tuple(found)
+
+
+def every_sentence() -> tuple[Sentence, ...]:
+    """The MUST and MUST NOT sentences of every part in :data:`PARTS`."""
+    return tuple(s for part in PARTS for s in normative_sentences(part))

@@ -1,8 +1,11 @@
 """The MUST and MUST NOT sentences of the 1.0 messaging XML, each encoded by a scenario file or
-listed there as not runnable with the reason; and what the loader refuses in a 1.0 file."""
+listed there as not runnable with the reason; those of the transport XML, each encoded by a file
+or listed, with the reason, in ``transport-not-encoded.toml``; and what the loader refuses in a
+1.0 file."""
 
 from __future__ import annotations
 
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -24,7 +27,7 @@ def test_the_inventory_reads_every_must_of_the_messaging_xml() -> None:
 
 
 def test_every_sentence_is_quoted_by_exactly_one_file() -> None:
-    files = {s.spec_ref: s for s in load_all("1.0")}
+    files = {s.spec_ref: s for s in load_all("1.0") if not s.spec_ref.startswith("transport:")}
     sentences = {s.ref: s for s in normative_sentences()}
     assert set(files) == set(sentences)
     for ref, scenario in files.items():
@@ -33,6 +36,22 @@ def test_every_sentence_is_quoted_by_exactly_one_file() -> None:
             assert len(scenario.interpretation) > 60 and not scenario.steps, ref
     runnable = [s for s in files.values() if s.runnable]
     assert len(runnable) >= 13
+
+
+def test_the_transport_sentences_are_each_encoded_or_listed_with_a_reason() -> None:
+    sentences = {s.ref: s for s in normative_sentences("transport")}
+    assert len(sentences) == 94  # the transport XML's prose: every MUST of it
+    files = {s.spec_ref: s for s in load_all("1.0") if s.spec_ref.startswith("transport:")}
+    for ref, scenario in files.items():
+        assert normalise(scenario.rule) == normalise(sentences[ref].text), ref
+        assert scenario.runnable, ref
+    listing = tomllib.loads((FILES / "transport-not-encoded.toml").read_text())
+    listed = [f"transport:{ref}" for group in listing["group"] for ref in group["refs"]]
+    assert all(len(group["reason"]) > 80 for group in listing["group"])
+    assert len(listed) == len(set(listed))  # each once
+    assert not set(listed) & set(files)  # never both
+    assert set(listed) | set(files) == set(sentences)
+    assert len(files) >= 10
 
 
 def _copy(tmp_path: Path, name: str, old: str, new: str) -> Path:
@@ -61,6 +80,24 @@ def test_a_broken_1_0_file_fails_at_its_line(
     tmp_path: Path, old: str, new: str, message: str
 ) -> None:
     path = _copy(tmp_path, "message-format.1.yaml", old, new)
+    with pytest.raises(ScenarioError) as raised:
+        load_scenario(path)
+    assert message in str(raised.value) and str(raised.value).startswith(f"{path}:")
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "message"),
+    [
+        ("performative: flow,", "performative: flaw,", "'flaw' is not a performative"),
+        ("handle: 7,", "hindle: 7,", "flow has no field 'hindle'"),
+        ("link-credit: 1}", "link-credit: 1, properties: {a: 1}}", "only a field of a primitive"),
+        ("condition: session-error}", "condition: session-eror}", "'session-eror' is neither"),
+    ],
+)
+def test_a_broken_transport_frame_step_fails_at_its_line(
+    tmp_path: Path, old: str, new: str, message: str
+) -> None:
+    path = _copy(tmp_path, "transport-performatives.flow.handle.1.yaml", old, new)
     with pytest.raises(ScenarioError) as raised:
         load_scenario(path)
     assert message in str(raised.value) and str(raised.value).startswith(f"{path}:")

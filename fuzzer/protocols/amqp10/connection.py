@@ -62,6 +62,7 @@ class Connection(Stream):
         self.frame_max = FRAME_SIZE
         self.channel_max = CHANNEL_MAX
         self.peer_open: Composite | None = None
+        self.peer_begins: dict[int, Composite | None] = {}  # our channel -> the peer's begin
         self.mechanisms: tuple[str, ...] = ()  # what the peer offered (none: no SASL layer)
         self.mechanism = ""  # what we logged in with
         self.peers: dict[int, int] = {}  # the peer's channel -> ours
@@ -264,6 +265,7 @@ class Connection(Stream):
         if isinstance(reply, Outcome):
             return reply
         self.open_channels.add(channel)
+        self.peer_begins[channel] = reply.body
         return None
 
     # -- receiving -------------------------------------------------------------------------
