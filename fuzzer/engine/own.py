@@ -100,7 +100,7 @@ class OwnConnections:
     _outcome: Callable[[Case, list[Any], Any, Connection, int, float], Outcome]
     _note: Callable[[Case, list[Any]], None]
     _judged: Callable[..., Result]
-    _log: Callable[[Connection, bool, int | None, bytes], None]
+    _log: Callable[..., None]  # (connection, own, case, data, stage=None)
 
     def _run_own(self, group: list[tuple[int, Case]]) -> dict[int, Result]:
         """Each case on a spare connection of its own, up to ``spares`` in flight at once."""
@@ -140,7 +140,7 @@ class OwnConnections:
         out = opening + data if case.channel in ("open", "fresh") else data + opening
         if probing and (driver.probes(case) or driver.own_channel(case) != control):
             out += driver.probe(connection, control)  # (a case that ends it itself: none)
-        self._log(connection, True, index, out)
+        self._log(connection, True, index, out, driver.stage(case))
         connection.send(out)
         now = time.monotonic()
         echoes = driver.echoes(case) if case.channel in ("open", "fresh") else 0
@@ -175,7 +175,7 @@ class OwnConnections:
             control = self.driver.control
             probe = b"" if flight.opened else self.driver.open_channel(connection, control)
             probe += self.driver.probe(connection, control)
-            self._log(connection, True, flight.index, probe)
+            self._log(connection, True, flight.index, probe, self.driver.stage(flight.case))
             connection.send(probe)
             flight.probing, flight.deadline, flight.opened = True, now + self.timeout, True
             return False

@@ -54,6 +54,7 @@ class Sent:
     own: bool
     case: int | None
     data: bytes
+    stage: str | None = None  # how far its connection was prepared, if not open (the driver's)
 
 
 @dataclass(frozen=True)
@@ -254,9 +255,17 @@ class Runner(OwnConnections):
             for r, suspect in zip(results, suspects, strict=True)
         ]
 
-    def _log(self, connection: Connection, own: bool, case: int | None, data: bytes) -> None:
+    def _log(
+        self,
+        connection: Connection,
+        own: bool,
+        case: int | None,
+        data: bytes,
+        stage: str | None = None,
+    ) -> None:
         """Keep what goes out, for a crash's reproducer (a lane's channels already open when
-        the batch began first: replayed on a new connection, they are opened again)."""
+        the batch began first: replayed on a new connection, they are opened again; a case's
+        own connection prepared only to ``stage`` is prepared so far again)."""
         if not data:
             return
         number = self._numbers.get(id(connection))
@@ -268,7 +277,7 @@ class Runner(OwnConnections):
             )
             if opened and not own:
                 self.traffic.append(Sent(number, own, None, opened))
-        self.traffic.append(Sent(number, own, case, data))
+        self.traffic.append(Sent(number, own, case, data, stage))
 
     def _channel_for(self, lane: Lane, case: Case) -> tuple[int, bytes]:
         """An open channel for an ``open`` case; for the others, a new one, with the bytes

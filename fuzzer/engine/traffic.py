@@ -3,7 +3,8 @@
 A crash that no single case brings about alone needs the traffic that was in flight: every
 byte the batch sent after each connection's handshake, connection by connection, in the order
 it went out (:class:`~.runner.Sent`). :func:`send` opens as many connections again and sends
-the same bytes in the same order; :func:`survives` says whether the broker still accepts a
+the same bytes in the same order (a connection prepared only so far for its case, as the
+driver's stage says, prepared so far again); :func:`survives` says whether the broker still accepts a
 connection afterwards. :func:`minimize` finds, by delta debugging over the cases the traffic
 belongs to, a small set of cases whose traffic still brings the broker down.
 """
@@ -33,8 +34,9 @@ def send(driver: Driver, target: Target, traffic: Sequence[Sent], timeout: float
         for sent in traffic:
             connection = connections.get(sent.connection)
             if connection is None:
-                try:
-                    connection = connections[sent.connection] = driver.spare(target, timeout)
+                try:  # prepared as far as the case's was (a case before open: not open)
+                    connection = driver.spare(target, timeout, sent.stage)
+                    connections[sent.connection] = connection
                 except AmqpfuzzError:
                     return
             connection.send(sent.data)
@@ -107,6 +109,7 @@ def as_data(traffic: Sequence[Sent]) -> list[dict[str, Any]]:
     """The traffic as a reproducer keeps it."""
     return [
         {"connection": s.connection, "own": s.own, "case": s.case, "hex": s.data.hex()}
+        | ({"stage": s.stage} if s.stage is not None else {})
         for s in traffic
     ]
 
@@ -114,6 +117,12 @@ def as_data(traffic: Sequence[Sent]) -> list[dict[str, Any]]:
 def from_data(items: Sequence[dict[str, Any]]) -> list[Sent]:
     """The traffic a reproducer kept (KeyError, TypeError or ValueError if it is not)."""
     return [
-        Sent(int(i["connection"]), bool(i["own"]), i["case"], bytes.fromhex(i["hex"]))
+        Sent(
+            int(i["connection"]),
+            bool(i["own"]),
+            i["case"],
+            bytes.fromhex(i["hex"]),
+            None if i.get("stage") is None else str(i["stage"]),
+        )
         for i in items
     ]
