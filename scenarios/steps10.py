@@ -71,6 +71,9 @@ STEPS10: Mapping[str, StepKind] = {
                  "to `save`", _LINK, ("save",)),
         StepKind("frame", "send `performative` with `fields` on `channel` of `connection`",
                  ("connection", "channel", "performative"), ("fields",)),
+        StepKind("await", "the peer's next `performative` on the session (within `seconds`; "
+                 "with `where`, the first whose fields have those values), bound to `save`",
+                 ("connection", "channel", "performative", "save"), ("seconds", "where")),
         StepKind("close", "close the connection politely: the peer's close awaited",
                  ("connection",)),
         StepKind("restart", "restart the broker (a throwaway one the run started)",
@@ -237,6 +240,16 @@ class StepChecker10:
 
     def _detach(self, args: Mapping[str, Any], at: int) -> None:
         self._link(args, at)
+        self._save(args)
+
+    def _await(self, args: Mapping[str, Any], at: int) -> None:
+        from amqpfuzz.spec.amqp10 import performatives
+
+        self._session(args, at)
+        if args["performative"] not in performatives():
+            self.fail(at, f"{args['performative']!r} is not a performative")
+        if not isinstance(args.get("where", {}), Mapping):
+            self.fail(at, "where is a mapping of fields to the values they must have")
         self._save(args)
 
     def _close(self, args: Mapping[str, Any], at: int) -> None:

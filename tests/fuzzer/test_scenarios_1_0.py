@@ -24,6 +24,7 @@ EXPECTED = {
         "transport:performatives/begin/remote-channel#2": "pass",
         "transport:performatives/attach/handle#2": "xfail",  # the socket is reset
         "transport:performatives/open/channel-max#2": "xfail",  # channel 65535 not refused
+        "transport:links#19": "xfail",  # a drain on an empty queue: internal-error
     },
     "qpid-proton": {
         "message-format#1": "xfail",  # application-properties re-encoded as map32
@@ -50,7 +51,7 @@ def test_the_1_0_sentences_on_a_peer(kind: str, tmp_path: Path) -> None:
     )  # fmt: skip
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr
     found = verdicts(tmp_path)
-    assert len(found) == 39 + 10  # the messaging part's sentences, and 10 of the transport's
+    assert len(found) == 39 + 11  # the messaging part's sentences, and 11 of the transport's
     assert {ref: found[ref] for ref in EXPECTED[kind]} == EXPECTED[kind]
     assert sum(v == "skip" for v in found.values()) == 26  # not runnable, each with its reason
     assert set(found.values()) <= {"pass", "xfail", "skip"}

@@ -336,6 +336,18 @@ class Player:
         if "save" in args:
             self.saved[str(args["save"])] = _plain(answer.body)
 
+    def _await(self, step: Step, args: Any) -> None:
+        connection, channel, _ = self._at(args)
+        name, seconds = str(args["performative"]), float(args.get("seconds", self.timeout))
+        where = dict(args.get("where") or {})
+        deadline = time.monotonic() + seconds
+        while True:  # (the peer's others of the kind, before the one wanted, pass by)
+            left = max(0.0, deadline - time.monotonic())
+            found = _plain(self._wait(step, connection, channel, (name,), f"no {name}", left).body)
+            if all(found.get(k) == v for k, v in where.items()):
+                break
+        self.saved[str(args["save"])] = found
+
     def _frame(self, step: Step, args: Any) -> None:
         """One performative as the file writes it: each field's value as the XML writes
         values, made the field's type by the codec (``handle: 7``, ``role: receiver``)."""
