@@ -10,7 +10,8 @@ its end drains every node. It checks the broker against its model on every deliv
   was not accepted or rejected comes back by the end (none lost; a released or modified one
   comes again);
 * the body and application properties as sent (the bare message, as the client decodes it);
-* per-link order: on one link, messages never delivered before come in the order sent;
+* per-link order: on one receiving link, messages never delivered before come in the order
+  their sending link sent them (two sending links have no order between them);
 * no transfer beyond the credit the link granted (proton counts each against it);
 * a message modified with delivery-failed comes again with its delivery-count one higher; one
   released, with the same;
@@ -74,6 +75,10 @@ class Sent:
     count: int | None = None  # the delivery-count its next delivery must carry, if known
     delivered: bool = False
     restarted: bool = False  # it must have survived a restart of the broker
+    link: bool = field(init=False)  # the sending link it went by: at-least-once, or not
+
+    def __post_init__(self) -> None:
+        self.link = self.sure
 
 
 @dataclass
@@ -92,7 +97,9 @@ class Program:
     connection: BlockingConnection | None = None
     senders: dict[tuple[int, bool], Any] = field(default_factory=dict)
     receivers: dict[int, BlockingReceiver] = field(default_factory=dict)
-    last: dict[int, int] = field(default_factory=dict)  # per node's link: the last new seq
+    # per node's receiving link and the sending link a message came by (its mode): the last
+    # never-delivered seq received (order holds per link, not across two senders' links)
+    last: dict[tuple[int, bool], int] = field(default_factory=dict)
     restart: Callable[[], object] | None = None  # kills and restarts the throwaway broker
     restarted: bool = False
 
@@ -206,7 +213,8 @@ class Program:
 
     def _detach(self, node: int) -> None:
         receiver = self.receivers.pop(node, None)
-        self.last.pop(node, None)
+        for sure in (False, True):
+            self.last.pop((node, sure), None)
         for sent in self.nodes.get(node, []):
             sent.count = None  # one the closed link held may come again counted as delivered
         if receiver is None:
@@ -282,7 +290,7 @@ class Program:
             if receiver.link.credit < 0:  # proton counts each transfer against the credit
                 self.fail("credit respected", "receive",
                           f"{-receiver.link.credit} transfer(s) beyond the credit granted")  # fmt: skip
-            self.last[node] = self._check(node, message, self.last.get(node, 0))
+            self._check(node, message)
             self._settle(receiver, node, message, outcome)
         return got
 
@@ -297,8 +305,8 @@ class Program:
                 return f"the peer ended the {what}: {condition}"
         return ""
 
-    def _check(self, node: int, message: Message, last_new: int) -> int:
-        """The model's checks on one delivery; the last never-delivered seq on this link."""
+    def _check(self, node: int, message: Message) -> None:
+        """The model's checks on one delivery."""
         properties: dict[str, Any] = dict(message.properties or {})
         seq = properties.get("seq")
         model = {s.seq: s for s in self.nodes.get(node, [])}
@@ -310,16 +318,16 @@ class Program:
         if message.body != sent.body:
             self.fail("bare message unmodified", "receive",
                       f"seq {seq}: body {message.body!r}, sent {sent.body!r}")  # fmt: skip
-        if not sent.delivered:
+        if not sent.delivered:  # in the order its sending link sent it, on this receiving link
+            last_new = self.last.get((node, sent.link), 0)
             if sent.seq < last_new:
                 self.fail("per-link order", "receive", f"seq {sent.seq} after {last_new}")
-            last_new = sent.seq
+            self.last[(node, sent.link)] = sent.seq
         if sent.count is not None and message.delivery_count != sent.count:
             self.fail("delivery-count", "receive",
                       f"seq {sent.seq}: delivery-count {message.delivery_count}, "
                       f"{sent.count} expected")  # fmt: skip
         sent.delivered = True
-        return last_new
 
     @staticmethod
     def _lost(missing: list[Sent]) -> str:
