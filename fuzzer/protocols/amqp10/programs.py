@@ -166,19 +166,19 @@ class Program:
             raise  # a program the place it runs cannot play: not the broker's doing
         except Exception as exc:
             timed_out = type(exc).__name__ == "Timeout"
-            ended = self._peer_ended() if timed_out else ""
-            if ended:  # proton waited on a link the peer had ended: that is what happened
-                self.broken = Broken("no unexpected error", name, ended)
+            ended = self._peer_ended() if timed_out else None
+            if ended is not None:  # proton waited on a link the peer had ended: that happened
+                self.broken = Broken(ended[0], name, ended[1])
                 raise self.broken from None
             invariant = Broken.HUNG if timed_out else "no unexpected error"
             self.broken = Broken(invariant, name, f"{type(exc).__name__}: {exc}")
             raise self.broken from None
 
-    def _peer_ended(self) -> str:
+    def _peer_ended(self) -> tuple[str, str] | None:
         """What the peer said when it ended one of the program's links or sessions, if it
         did (proton does not raise it while it waits)."""
         links = [*self.senders.values(), *self.receivers.values()]
-        return next((e for e in map(self._ended, links) if e), "")
+        return next((e for e in map(self._ended, links) if e is not None), None)
 
     def fail(self, invariant: str, step: str, message: str) -> NoReturn:
         raise Broken(invariant, step, message)
@@ -278,8 +278,8 @@ class Program:
                 if type(exc).__name__ != "Timeout":
                     raise
                 ended = self._ended(receiver)
-                if ended:
-                    self.fail("no unexpected error", "receive", ended)
+                if ended is not None:
+                    self.fail(ended[0], "receive", ended[1])
                 if quiet:
                     break  # drained
                 # the model holds at least ``take`` at-least-once messages there
@@ -295,15 +295,19 @@ class Program:
         return got
 
     @staticmethod
-    def _ended(link: Any) -> str:
-        """What the peer said when it ended the link (a blocking sender or receiver) or its
-        session (nothing: ""), which proton does not raise while it waits."""
+    def _ended(link: Any) -> tuple[str, str] | None:
+        """The invariant broken, and what the peer said, if it ended the link (a blocking
+        sender or receiver) or its session, which proton does not raise while it waits: with
+        an error, ``no error from the peer (its condition)``."""
         for end in (link.link, link.link.session):
             condition = end.remote_condition
             if condition is not None or end.state & Endpoint.REMOTE_CLOSED:
                 what = "link" if end is link.link else "session"
-                return f"the peer ended the {what}: {condition}"
-        return ""
+                invariant = "no unexpected error"
+                if condition is not None:
+                    invariant = f"no error from the peer ({condition.name})"
+                return invariant, f"the peer ended the {what}: {condition}"
+        return None
 
     def _check(self, node: int, message: Message) -> None:
         """The model's checks on one delivery."""
