@@ -28,6 +28,8 @@ CLASSES = (
     "message_format",
     "delivery_state",
     "addressing",
+    # and its transport part (a sentence's ``transport:links#19``)
+    "transport",
 )
 # The capabilities of amqpfuzz.scenarios.vocabulary.CAPABILITIES (a test keeps them equal).
 CAPABILITIES = ("second-connection", "restart", "many-queues", "raw-bytes", "consumer")
