@@ -7,14 +7,18 @@ A profile is a TOML file per broker and version (``fuzzer/brokers/deviations/``,
     versions = ["3.10"]              # version prefixes it applies to
     family = "amqp091"               # the protocol family it is for (the default; or amqp10)
     kind = "qpid-proton"             # for a throwaway of this kind whose peer names no product
+    protocols = ["0-9"]              # only for these protocols of the family (preferred then)
+    extends = "rabbitmq-3.10"        # a bundled profile whose deviations apply here too
+    notice = "announces 0-9 ..."     # said in one line when a run starts on such a broker
 
     [[deviation]]
     signature = "reaction:basic.recover:valid:*->connection-close/540"   # a failure signature
     reason = "RabbitMQ does not implement basic.recover with requeue=false"
     observed = "connection-close 540 NOT_IMPLEMENTED"
 
-A deviation matches a failure by its ``signature`` (shell-style wildcards), or a scenario or a
-whole operator by ``rule`` / ``mutation``; a ``rule`` deviation may name its ``protocol``
+A deviation matches a failure by its ``signature``, or a scenario or a case by its ``rule`` (a
+spec reference: ``file.*`` is every method of the file class; both with shell-style
+wildcards), or a whole operator by ``mutation``; a ``rule`` deviation may name its ``protocol``
 (``0-9``) where the protocols' rule references coincide. A failure a profile covers is reported as ``xfail``,
 not hidden; a deviation that no longer happens shows up as ``xpass`` where it can be told.
 """
@@ -57,7 +61,7 @@ class Deviation:
             return signature is not None and fnmatch.fnmatchcase(signature, self.signature)
         if self.rule is not None:
             same = self.protocol is None or protocol is None or protocol == self.protocol
-            return rule == self.rule and same
+            return rule is not None and fnmatch.fnmatchcase(rule, self.rule) and same
         return self.operator is not None and operator == self.operator
 
 
@@ -70,6 +74,8 @@ class Profile:
     path: str = ""
     family: str = "amqp091"
     kind: str = ""  # a throwaway broker kind whose peer announces no product (Proton's broker)
+    protocols: tuple[str, ...] = ()  # only these protocols of the family; () for all of them
+    notice: str = ""  # what a run on such a broker says first (a protocol it does not speak)
 
     def deviation(
         self,
@@ -85,6 +91,12 @@ class Profile:
                 return deviation
         return None
 
+    def serves(self, protocol: str | None) -> bool:
+        """For ``protocol`` of its family (None: any protocol, so not one for some alone)."""
+        if protocol is None:
+            return not self.protocols
+        return family_of(protocol) == self.family and protocol in (self.protocols or (protocol,))
+
     def applies_to(self, product: str, version: str, kind: str | None = None) -> bool:
         if not product and self.kind:  # a peer that says nothing of itself: by what we ran
             return kind == self.kind
@@ -95,7 +107,7 @@ class Profile:
         )
 
 
-def load_profile(path: Path | str) -> Profile:
+def load_profile(path: Path | str, extending: tuple[str, ...] = ()) -> Profile:
     path = Path(path)
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
@@ -105,17 +117,35 @@ def load_profile(path: Path | str) -> Profile:
         raise ProfileError(f"{path}: not TOML: {exc}") from None
     try:
         deviations = tuple(_deviation(path, i, d) for i, d in enumerate(data.get("deviation", [])))
+        family = str(data.get("family", "amqp091"))
+        if "extends" in data:  # its own deviations first, then the base's
+            deviations += _base(path, str(data["extends"]), family, extending).deviations
         return Profile(
             name=path.stem,
             product=str(data["product"]),
             versions=tuple(str(v) for v in data.get("versions", [""])),
             deviations=deviations,
             path=str(path),
-            family=str(data.get("family", "amqp091")),
+            family=family,
             kind=str(data.get("kind", "")),
+            protocols=tuple(str(p) for p in data.get("protocols", ())),
+            notice=str(data.get("notice", "")),
         )
     except KeyError as exc:
         raise ProfileError(f"{path}: missing key {exc}") from None
+
+
+def _base(path: Path, name: str, family: str, extending: tuple[str, ...]) -> Profile:
+    """The bundled profile ``name`` that the one at ``path`` extends."""
+    base = PROFILES / f"{name}.toml"
+    if name in extending or name == path.stem:
+        raise ProfileError(f"{path}: extends {name!r}, which extends it again")
+    if not base.exists():
+        raise ProfileError(f"{path}: extends {name!r}, which is no bundled profile")
+    profile = load_profile(base, (*extending, path.stem))
+    if profile.family != family:
+        raise ProfileError(f"{path}: extends {name!r}, a profile for the {profile.family} family")
+    return profile
 
 
 def _deviation(path: Path, index: int, data: dict[str, object]) -> Deviation:
@@ -162,8 +192,11 @@ def find_profile(
                 f"{candidate}: a profile for the {profile.family} family, not AMQP {protocol}"
             )
         return profile
-    for path in sorted(PROFILES.glob("*.toml")):
-        profile = load_profile(path)
-        if profile.applies_to(product, version, kind) and family in (None, profile.family):
-            return profile
-    return None
+    # the bundled ones for this broker and protocol: one for the protocol alone comes first
+    found = [
+        profile
+        for profile in map(load_profile, sorted(PROFILES.glob("*.toml")))
+        if profile.applies_to(product, version, kind) and profile.serves(protocol)
+    ]
+    found.sort(key=lambda profile: not profile.protocols)
+    return found[0] if found else None

@@ -42,12 +42,20 @@ from .workers import WorkerJob, supervise
 __all__ = ["preflight", "run_command"]
 
 
-def preflight(targets: Iterable[Target], protocol: str, timeout: float) -> None:
+def preflight(
+    targets: Iterable[Target], protocol: str, timeout: float, profile: str | None = None
+) -> list[str]:
     """Raise (one line, exit 2) for a target that cannot be fuzzed in ``protocol``:
-    UnsupportedProtocol, ConnectionFailed."""
+    UnsupportedProtocol, ConnectionFailed. Else what the run should say first: the notice of
+    each target's profile (a broker that announces a protocol it does not really speak)."""
     driver = driver_for(protocol)
+    notices = []
     for target in targets:
-        driver.connect(target, timeout=timeout).close()
+        announced = driver.describe(target, timeout)
+        found = find_profile(profile, announced.product, announced.version, protocol)
+        if found is not None and found.notice:
+            notices.append(f"note: {target.safe_url}: {found.notice} (profile {found.name})")
+    return notices
 
 
 def _positive(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
@@ -180,12 +188,14 @@ def _run(
         else:
             own = stack.enter_context(throwaway(kind or "rabbitmq"))
             targets = [parse_target(own.url, label=f"throwaway {own.kind}")]
-        preflight(targets, protocol, timeout)
+        notices = preflight(targets, protocol, timeout, profile)
         console.print(
             f"amqpfuzz run {run_id}: seed {seed}, {len(targets)} target(s): "
             + ", ".join(t.safe_url for t in targets),
             highlight=False,
         )
+        for notice in notices:
+            console.print(notice, highlight=False, markup=False, soft_wrap=True)
         jobs = [
             WorkerJob(
                 index=i,

@@ -95,7 +95,9 @@ class SequenceChecker:
         self.spec = spec
         self.channels: dict[int, ChannelState] = {c: S.OPEN for c in open_channels}
         self._assembling: dict[int, tuple[int, int]] = {}  # channel -> (class id, bytes left)
-        self._connection_classes = {c.index for c in spec.classes if c.handler == "connection"}
+        # the connection class alone: 0-8's and 0-9's access class has the connection's
+        # handler, yet "access tickets are a per-channel resource", requested on a channel
+        self._connection_classes = {spec.amqp_class("connection").index}
         self._channel_class = spec.amqp_class("channel").index
 
     def check(self, frames: list[Frame]) -> list[Ruling]:

@@ -69,20 +69,17 @@ class Context:
 
     @cached_property
     def channel_methods(self) -> tuple[Method, ...]:
-        """Client methods of the classes that work on a channel (not connection, not channel)."""
+        """Client methods of the classes that work on a channel: all but connection and
+        channel (0-9's access class has the connection's handler, but "access tickets are a
+        per-channel resource": its request goes on a channel)."""
         return tuple(
-            m
-            for m in self.client_methods
-            if self.spec.amqp_class(m.class_name).handler == "channel" and m.class_name != "channel"
+            m for m in self.client_methods if m.class_name not in ("connection", "channel")
         )
 
     @cached_property
     def connection_methods(self) -> tuple[Method, ...]:
-        return tuple(
-            m
-            for m in self.client_methods
-            if self.spec.amqp_class(m.class_name).handler == "connection"
-        )
+        """Client methods of the connection class: channel 0's."""
+        return tuple(m for m in self.client_methods if m.class_name == "connection")
 
     @cached_property
     def content_methods(self) -> tuple[Method, ...]:

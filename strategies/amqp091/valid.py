@@ -27,9 +27,27 @@ from .wire import CASE_CHANNEL, wire_frame
 __all__ = ["tolerated", "valid", "valid_builder"]
 
 
+# The connection exceptions that refuse a command (not a frame, not a syntax the client broke).
+REFUSALS = ("command-invalid", "resource-error", "not-allowed", "not-implemented")
+
+
+@functools.lru_cache(maxsize=8)
+def _coded(spec: Spec) -> bool:
+    """Whether the specification's rules name reply codes (0-9-1 does; the 0-8 and 0-9 files
+    have no rules at all)."""
+    return any(rule.on_failure for rule in spec.rules())
+
+
 @functools.lru_cache(maxsize=1024)
 def tolerated(spec: Spec, method: Method) -> tuple[Constant, ...]:
-    """The reply codes the specification's rules name for ``method`` and its domains."""
+    """The reply codes the specification's rules name for ``method`` and its domains. Where
+    the rules name none (0-8 and 0-9, whose documents say only that a server which "could not
+    complete the method will raise a channel or connection exception"), every channel
+    exception and the connection exceptions that refuse a command."""
+    if not _coded(spec):
+        return tuple(
+            c for c in spec.constants if c.is_soft_error or (c.is_hard_error and c.name in REFUSALS)
+        )
     domains = {f.domain for f in method.fields if f.domain not in PRIMITIVE_TYPES}
     names = {r.on_failure for r in method.rules if r.on_failure}
     for other in spec.methods:

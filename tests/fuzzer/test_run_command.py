@@ -233,6 +233,30 @@ def test_differential_run_names_both_reactions(
     }
 
 
+def test_0_9_on_rabbitmq_says_what_it_speaks_and_reports_only_what_is_new(
+    rabbitmq: Broker, tmp_path: Path
+) -> None:
+    """RabbitMQ announces 0-9 and speaks 0-9-1: the run says so in one line first; the
+    methods of 0-9's classes it lacks and 0-9's uncoded refusals are not failures (its 0-9
+    profile, and the 0-9 reading of a valid case), only xfails with their reasons."""
+    done = amqpfuzz(
+        "run", "--url", rabbitmq.url, "--protocol", "0-9", "--duration", "8", "--seed", "7",
+        "--out", str(tmp_path), "--no-shrink",
+    )  # fmt: skip
+    assert done.returncode in (0, 1), done.stdout + done.stderr
+    lines = done.stdout.splitlines()
+    notes = [line for line in lines[:3] if line.startswith("note: ")]
+    assert len(notes) == 1 and notes[0].endswith("(profile rabbitmq-3.10-amqp0-9)"), lines[:3]
+    records = records_in(tmp_path)
+    failed = [r for r in records if r["verdict"] == "fail"]
+    xfailed = [r for r in records if r["verdict"] == "xfail"]
+    assert len(records) > 500 and len(failed) <= 3, [r["failure"] for r in failed]
+    unimplemented = ("file.", "stream.", "message.", "dtx.", "tunnel.")
+    assert not [r for r in failed if str(r["spec_ref"]).startswith(unimplemented)]
+    assert not [r for r in failed if ":valid:" in str(r["failure"])]
+    assert sum(1 for r in xfailed if str(r["spec_ref"]).startswith(unimplemented)) > 100
+
+
 def test_workers_write_one_record_file_each(rabbitmq: Broker, tmp_path: Path) -> None:
     done = amqpfuzz(
         "run", "--url", rabbitmq.url, "--workers", "2", "--duration", "6", "--out", str(tmp_path)

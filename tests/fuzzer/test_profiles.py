@@ -1,0 +1,66 @@
+"""Expectation profiles as data: a profile for some protocols of a family, a profile that
+extends another, wildcard rules, a notice; and every bundled profile loads."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from amqpfuzz.fuzzer.brokers.profiles import PROFILES, ProfileError, find_profile, load_profile
+
+
+def test_every_bundled_profile_loads_with_reasons() -> None:
+    profiles = [load_profile(path) for path in sorted(PROFILES.glob("*.toml"))]
+    assert len(profiles) >= 5
+    assert all(d.reason for p in profiles for d in p.deviations)
+
+
+def test_0_9_on_rabbitmq_has_its_own_profile_extending_0_9_1s() -> None:
+    own = find_profile(None, "RabbitMQ", "3.10.8", "0-9")
+    base = find_profile(None, "RabbitMQ", "3.10.8", "0-9-1")
+    assert own is not None and base is not None
+    assert (own.name, base.name) == ("rabbitmq-3.10-amqp0-9", "rabbitmq-3.10")
+    assert own.notice and "0-9-1" in own.notice and not base.notice
+    # its own deviations first, then every one of the base's
+    assert own.deviations[-len(base.deviations) :] == base.deviations
+    assert len(own.deviations) > len(base.deviations)
+    # 0-8 is of the family too, but the 0-9 profile is not for it
+    assert find_profile(None, "RabbitMQ", "3.10.8", "0-8") == base
+
+
+def test_a_rule_with_wildcards_covers_a_whole_class() -> None:
+    own = find_profile(None, "RabbitMQ", "3.10.8", "0-9")
+    assert own is not None
+    covered = own.deviation(
+        "reaction:-:above-frame-max:connection-close/501->socket-close", "file.publish"
+    )
+    assert covered is not None and "file class" in covered.reason
+    assert own.deviation("reaction:-:x:connection-close/501->socket-close", "basic.publish") is None
+    assert own.deviation(None, "exchange.declare/type") is not None
+    assert own.deviation(None, "exchange.declare/typeX") is None
+
+
+def _write(folder: Path, name: str, text: str) -> Path:
+    path = folder / f"{name}.toml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize(
+    ("extends", "message"),
+    [
+        ("no-such-profile", "which is no bundled profile"),
+        ("rabbitmq-3.10-amqp1-0", "a profile for the amqp10 family"),
+    ],
+)
+def test_a_bad_extends_is_one_clear_error(tmp_path: Path, extends: str, message: str) -> None:
+    path = _write(tmp_path, "mine", f'product = "X"\nextends = "{extends}"\n')
+    with pytest.raises(ProfileError, match=message):
+        load_profile(path)
+
+
+def test_a_profile_that_extends_itself_is_refused(tmp_path: Path) -> None:
+    path = _write(tmp_path, "mine", 'product = "X"\nextends = "mine"\n')
+    with pytest.raises(ProfileError, match="extends it again"):
+        load_profile(path)
