@@ -10,7 +10,7 @@ What a file must satisfy beyond its steps (:mod:`.steps`):
   named after its ref; ``scenario: null`` marks a probe, which records a broker's behaviour near
   a rule instead of encoding a scenario of the specification;
 * the capabilities the steps need are declared; a file that is not runnable has no steps and
-  says why in ``interpretation``; a 0-10 file is never runnable (there is no 0-10 codec).
+  says why in ``interpretation``; 0-10 files have 0-10's steps (:mod:`.steps010`).
 """
 
 from __future__ import annotations
@@ -22,8 +22,9 @@ from typing import Any, NoReturn
 
 from amqpfuzz.spec.amqp091 import Rule, Spec, load
 
-from .model import SameAs, Scenario, ScenarioError, Step, file_name, normalise
+from .model import SameAs, Scenario, ScenarioError, file_name, normalise
 from .steps import StepChecker
+from .steps010 import StepChecker010
 from .steps10 import StepChecker10
 from .vocabulary import CAPABILITIES
 from .yamlfile import Located, read_yaml
@@ -169,20 +170,16 @@ class _File:
         runnable = doc.get("runnable", True)
         if not isinstance(runnable, bool):
             self.fail("runnable", "runnable is true or false")
-        if protocol == "0-10" and runnable:
-            self.fail("runnable", "a 0-10 file has runnable: false (there is no 0-10 codec)")
         interpretation = self.text("interpretation", empty=runnable)
         capabilities = self.capabilities()
-        steps: tuple[Step, ...] = ()
-        if spec is not None:
-            checker = StepChecker(self.path, spec)
-            steps = checker.steps(doc["steps"], doc.line_of("steps"))
-            missing = sorted(set(checker.needs) - capabilities)
-            if missing:
-                first = min(checker.needs[m] for m in missing)
-                self.fail("capabilities", f"the steps need {', '.join(missing)} (line {first})")
-        elif doc["steps"] != []:
-            self.fail("steps", "a file without a spec model to check steps against has steps: []")
+        checker: StepChecker | StepChecker010 = (
+            StepChecker010(self.path) if spec is None else StepChecker(self.path, spec)
+        )
+        steps = checker.steps(doc["steps"], doc.line_of("steps"))
+        missing = sorted(set(checker.needs) - capabilities)
+        if missing:
+            first = min(checker.needs[m] for m in missing)
+            self.fail("capabilities", f"the steps need {', '.join(missing)} (line {first})")
         if runnable != bool(steps):
             self.fail("steps", "runnable files have steps; a file that is not runnable has none")
         return Scenario(

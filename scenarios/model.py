@@ -89,6 +89,17 @@ class Scenario:
         """Every step, nested ones included, in order."""
         return tuple(s for step in self.steps for s in step.walk())
 
+    @property
+    def negotiates_only(self) -> bool:
+        """Whether the file exchanges no more than protocol headers (a socket opened without
+        a handshake, raw octets, the close expected): it runs on a target whatever protocol
+        that speaks, the protocol's own rule on a header it does not support included."""
+        plain = ("send_raw", "expect_closed")
+        return bool(self.steps) and all(
+            s.kind in plain or (s.kind == "connect" and s.args.get("handshake") is False)
+            for s in self.walk()
+        )
+
 
 def file_name(spec_ref: str) -> str:
     """The file name a rule's ref gets: ``queue.declare/queue/reserved`` ->

@@ -85,7 +85,11 @@ STEPS10: Mapping[str, StepKind] = {
 
 
 class StepChecker10:
-    """Checks a 1.0 file's steps in order: names bound before use, messages well formed."""
+    """Checks a 1.0 file's steps in order: names bound before use, messages well formed.
+    (0-10's checker is this one with its own language and handlers.)"""
+
+    language: Mapping[str, StepKind] = STEPS10
+    protocol = "1.0"
 
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -108,9 +112,10 @@ class StepChecker10:
             self.fail(getattr(item, "line", line), "a step is a mapping of one step kind")
         ((kind, args),) = item.items()
         at = item.line
-        known = STEPS10.get(str(kind))
+        known = self.language.get(str(kind))
         if known is None:
-            self.fail(at, f"unknown step {kind!r}; 1.0 steps are {', '.join(STEPS10)}")
+            self.fail(at, f"unknown step {kind!r}; {self.protocol} steps are "
+                      f"{', '.join(self.language)}")  # fmt: skip
         args = args if args is not None else {}
         if not isinstance(args, Mapping):
             self.fail(at, f"{kind} takes a mapping of {', '.join(sorted(known.keys))}")

@@ -106,8 +106,9 @@ def _scenarios(
         raise BadInput(f"-k {keyword!r} selects no scenario (see amqpfuzz scenarios --list)")
     if profile:
         find_profile(profile)  # a bad name or file is bad input, said now
-    for kind in kinds:
-        if why := refuses(kind, protocol or DEFAULT_PROTOCOL):
+    for kind in kinds:  # (files that exchange protocol headers only are judged on any)
+        why = refuses(kind, protocol or DEFAULT_PROTOCOL)
+        if why and not any(s.negotiates_only for s in chosen):
             raise BadInput(why)
     targets = [
         ScenarioTarget(target, profile_name=profile)

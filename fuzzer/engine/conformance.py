@@ -25,7 +25,13 @@ from amqpfuzz.scenarios import Scenario
 from amqpfuzz.spec import DEFAULT_PROTOCOL
 
 from ..brokers import Broker
-from ..protocols import Played, UnsupportedProtocol, driver_for, reaction_record
+from ..protocols import (
+    ConnectionFailed,
+    Played,
+    UnsupportedProtocol,
+    driver_for,
+    reaction_record,
+)
 from . import signatures
 from .events import Emitter, RunFinished, RunStarted, ScenarioJudged, TargetSummary
 from .targets import TargetState
@@ -109,7 +115,7 @@ class ConformanceRun:
                 "Not runnable: "
             )
             return f"not runnable: {why}"
-        if scenario.protocol in target.unsupported:
+        if scenario.protocol in target.unsupported and not scenario.negotiates_only:
             return f"unsupported protocol: {target.unsupported[scenario.protocol]}"
         if RESTART in scenario.capabilities and target.broker is None:
             return (
@@ -146,7 +152,21 @@ class ConformanceRun:
     def describe(self, target: ScenarioTarget) -> None:
         """Product, version and profile of ``target``, and the protocols it does not speak."""
         target.protocol = self.protocol
-        target.describe(self.timeout)
+        try:
+            target.describe(self.timeout)
+        except (ConnectionFailed, UnsupportedProtocol) as exc:
+            # a target that does not speak the run's protocol: described in one it speaks
+            # (a throwaway's first, else the default), its negotiation files still judged
+            served = getattr(target.broker, "protocols", (DEFAULT_PROTOCOL,))
+            fallback = served[0] if self.protocol != served[0] else DEFAULT_PROTOCOL
+            if fallback == self.protocol:
+                raise
+            target.protocol = fallback
+            try:
+                target.describe(self.timeout)
+            except (ConnectionFailed, UnsupportedProtocol):
+                raise exc from None
+            target.unsupported[self.protocol] = str(exc)
         for protocol in sorted({s.protocol for s in self.scenarios if s.runnable}):
             if protocol == self.protocol:
                 continue

@@ -1,0 +1,255 @@
+"""The AMQP 0-10 driver: what the engine asks of a protocol, in 0-10's terms.
+
+A case runs in a session of its own, as in 1.0: on a shared connection its session is attached
+ahead (``session.attach`` and ``command-point``, with the group before it) and its ``attached``
+awaited, the case goes (its commands from command-id 0), and behind it the session's
+``session.detach``: the peer's ``session.detached`` answers it, which proves the session lived,
+and ends it. A case that detaches its session itself gets no probe.
+
+A case that may end its connection, that needs a channel with no session attached (``fresh``),
+the connection's own controls (``none``), a connection right after the protocol headers
+(``start``) or one with nothing sent yet (``header``) has a connection of its own.
+
+What a case created: the queues and exchanges its commands name with the run's prefix, deleted
+afterwards with ``queue.delete`` and ``exchange.delete`` on a session of their own.
+"""
+
+from __future__ import annotations
+
+import importlib
+import struct
+import time
+from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
+
+from amqpfuzz.spec import RemoteProtocolError
+from amqpfuzz.spec.amqp010.codec import Command, Control, codec_for
+from amqpfuzz.strategies import Case
+
+from ...brokers import Target
+from ..base import Announced, ConnectionFailed, Driver, Name, Outcome, UnsupportedProtocol
+from .connection import Connection
+
+if TYPE_CHECKING:
+    from amqpfuzz.strategies.cases import Code
+
+__all__ = ["Amqp010Driver"]
+
+_SIZE = struct.Struct(">H")
+_STAGES = ("start", "header")
+# the command fields that name what a case may create, by the domain they have
+_ENTITIES = {"queue.name": "queue", "exchange.name": "exchange"}
+
+
+def _strategies(module: str) -> Any:
+    """A module of the family's strategies (its cases' steps, its codes), which campaigns and
+    replays need; UnsupportedProtocol while the family has none."""
+    try:
+        return importlib.import_module(f"amqpfuzz.strategies.amqp010.{module}")
+    except ModuleNotFoundError as exc:
+        if not (exc.name or "").startswith("amqpfuzz.strategies.amqp010"):
+            raise
+        raise UnsupportedProtocol(
+            "amqpfuzz has no AMQP 0-10 strategies yet: 0-10 campaigns and replays cannot run "
+            "(the handshake, sessions and scenario files can)"
+        ) from None
+
+
+@runtime_checkable
+class _Raw(Protocol):
+    """A case's step as the family's strategies make it: octets and a channel (negative:
+    the case's own session)."""
+
+    data: bytes
+    channel: int
+
+
+def _text(value: object) -> str:
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    return "" if value is None else str(value)
+
+
+class Amqp010Driver(Driver):
+    family: ClassVar[str] = "amqp010"
+    control: ClassVar[int] = 1
+    # the answer to the probe's detach; or, on a connection whose control session was
+    # attached with the probe (not before), to that attach
+    probe_replies: ClassVar[tuple[str, ...]] = ("session.detached", "session.attached")
+    ready_replies: ClassVar[tuple[str, ...]] = ("session.attached",)
+    probe_ends: ClassVar[bool] = True
+
+    def __init__(self, protocol: str) -> None:
+        super().__init__(protocol)
+        self.codec = codec_for(protocol)
+        self.spec = self.codec.spec
+
+    # -- negotiation -------------------------------------------------------------------------
+
+    def connect(self, target: Target, *, timeout: float = 10.0, **options: Any) -> Connection:
+        return Connection.open(target, timeout=timeout)
+
+    def announced(self, connection: Any) -> Announced:
+        properties = {str(k): v for k, v in connection.server_properties.items()}
+        return Announced(
+            _text(properties.get("product")), _text(properties.get("version")), properties
+        )
+
+    def speaks(self, target: Target, protocol: str, timeout: float) -> str | None:
+        try:
+            Connection.open(target, timeout=timeout).close()
+        except ConnectionFailed as exc:
+            return f"the target does not speak AMQP {protocol}: {exc}"
+        return None
+
+    # -- running cases -----------------------------------------------------------------------
+
+    def stage(self, case: Case) -> str | None:
+        return case.channel if case.channel in _STAGES else None
+
+    def spare(self, target: Target, timeout: float, stage: str | None = None) -> Connection:
+        """A connection of its own: open, with its control session attached and answered;
+        or, for a ``stage``, prepared only so far."""
+        if stage is not None:
+            return Connection.prepared(target, stage, timeout=timeout)
+        connection = self.connect(target, timeout=timeout)
+        problem = connection.attach(self.control, timeout)
+        if problem is not None:
+            connection.abort()
+            raise ConnectionFailed(f"{target.safe_url}: a session was refused: {problem}")
+        return connection
+
+    def needs_own_connection(self, case: Case) -> bool:
+        return (
+            case.channel != "open"
+            or case.kills_connection
+            or case.expected.outcome in ("socket-close",)
+        )
+
+    def own_channel(self, case: Case) -> int:
+        """The control session for a case that wants one; the next channel (no session) for
+        the others."""
+        return self.control if case.channel == "open" else self.control + 1
+
+    def open_channel(self, connection: Any, channel: int) -> bytes:
+        return bytes(connection.attach_frames(channel))
+
+    def close_channel(self, connection: Any, channel: int) -> bytes:
+        return bytes(connection.detach_frame(channel))
+
+    def probe(self, connection: Any, channel: int) -> bytes:
+        """The session's detach, once its attach was answered; before that, nothing."""
+        return bytes(connection.detach_frame(channel)) if channel in connection.attached else b""
+
+    def probes(self, case: Case) -> bool:
+        return self._detaches(case) == 0
+
+    def echoes(self, case: Case) -> int:
+        return max(0, self._detaches(case) - 1)
+
+    def _detaches(self, case: Case) -> int:
+        return sum(1 for item in self._items(case, True) if item.name == "session.detach")
+
+    def _items(self, case: Case, own: bool = False) -> Iterator[Control | Command]:
+        """The controls and commands of the case that decode (``own``: on its session)."""
+        for step in case.steps:
+            if not isinstance(step, _Raw) or (own and step.channel >= 0):
+                continue
+            try:
+                found = self.codec.decode(step.data, check=False)
+            except RemoteProtocolError:  # broken bytes: nothing the engine must follow
+                continue
+            yield from (f for f in found if isinstance(f, Control | Command))
+
+    def missing_responses(self, case: Case, frames: list[Any]) -> tuple[str, ...]:
+        """A valid case's answers (``execution.result``, ``session.completed``) not yet come."""
+        if case.operator is not None:
+            return ()
+        got = {getattr(f, "name", None) for f in frames}
+        return tuple(r for r in case.expected.responses if r not in got)
+
+    def recorded(self, data: bytes) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
+        """Protocol headers and whole frames become steps again; a frame on a channel other
+        than 0 was on the case's session, and goes on the one a replay gives it."""
+        wire = _strategies("wire")
+        CASE_CHANNEL, Wire = wire.CASE_CHANNEL, wire.Wire
+
+        steps: list[Any] = []
+        at = 0
+        while at < len(data):
+            if data.startswith(b"AMQP", at):
+                steps.append(Wire(data[at : at + 8], "protocol header", 0))
+                at += 8
+                continue
+            size = _SIZE.unpack_from(data, at + 2)[0] if at + 12 <= len(data) else 0
+            if size < 12 or at + size > len(data):
+                steps.append(Wire(data[at:], "what is not a whole frame", 0))
+                break
+            frame = data[at : at + size]
+            channel = int.from_bytes(frame[6:8], "big")
+            steps.append(Wire(frame, f"frame on channel {channel}", CASE_CHANNEL if channel else 0))
+            at += size
+        return tuple(steps), ()
+
+    # -- what a case created -----------------------------------------------------------------
+
+    def created(self, case: Case, replies: list[Any], prefix: str) -> Iterable[tuple[str, Name]]:
+        """The queues and exchanges the case's commands name with the run's prefix."""
+        for item in self._items(case):
+            if not isinstance(item, Command):
+                continue
+            for fld in self.spec.command(item.name).fields:
+                kind = _ENTITIES.get(fld.ref.name) if fld.ref.kind == "domain" else None
+                value = _text(item[fld.name])
+                if kind is not None and prefix and value.startswith(prefix):
+                    yield kind, value
+
+    def delete(
+        self, target: Target, names: Iterable[tuple[str, Name]], timeout: float
+    ) -> list[Name]:
+        """``queue.delete`` and ``exchange.delete`` of each, on a session of their own, each
+        with the sync bit: its ``session.completed`` is the answer."""
+        names = list(names)
+        if not names:
+            return []
+        try:
+            connection = self.spare(target, timeout)
+        except ConnectionFailed:
+            return [name for _, name in names]
+        left: list[Name] = []
+        try:
+            for kind, name in names:
+                command = f"{kind}.delete"
+                field = "queue" if kind == "queue" else "exchange"
+                data = connection.codec.encode_command(
+                    command, {field: name}, channel=self.control, sync=True
+                )
+                connection.send(data)
+                answer = connection.wait(self.control, ("session.completed",), timeout)
+                if isinstance(answer, Outcome):
+                    left.append(name)
+                    if connection.ended is not None:
+                        break
+                    connection.attach(self.control, timeout)  # a new session for the rest
+        finally:
+            connection.close(timeout=1.0)
+        return left
+
+    # -- conformance and replays -------------------------------------------------------------
+
+    def code(self, name: str) -> Code:
+        """A close code, detach code or execution error code by its name in the XML."""
+        return _strategies("operator").error_code(self.spec, name)  # type: ignore[no-any-return]
+
+    def serves(self, target: Target, timeout: float, probe: str) -> str | None:
+        """The peer accepts a connection and attaches a session on it."""
+        started = time.monotonic()
+        try:
+            connection = self.connect(target, timeout=timeout)
+        except ConnectionFailed as exc:
+            return str(exc)
+        try:
+            problem = connection.attach(1, max(0.5, timeout - (time.monotonic() - started)))
+        finally:
+            connection.close(timeout=1.0)
+        return None if problem is None else f"a session after it got {problem}"

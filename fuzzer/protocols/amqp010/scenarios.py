@@ -1,0 +1,245 @@
+"""Playing a 0-10 scenario file (:mod:`amqpfuzz.scenarios.steps010`) on a target, over our raw
+0-10 connection: each step as a client takes it, each expectation checked as it comes.
+
+A step that does not get what it needs fails the scenario there, with what was expected and
+what came instead. The queues and exchanges the file's commands named (the run's prefix) are
+deleted at the end.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from amqpfuzz.scenarios import Scenario, Step
+from amqpfuzz.spec import AmqpfuzzError
+
+from ...brokers import Broker, Target
+from ..base import Outcome, Played, reaction_record
+from ..stream import open_socket
+from .connection import Connection, NotSpoken, header_text
+
+__all__ = ["Player"]
+
+_HEADER = b"AMQP\x01\x01\x00\x0a"
+
+
+class StepFailed(Exception):
+    def __init__(self, step: Step, message: str, expected: dict[str, Any], seen: dict[str, Any]):
+        super().__init__(message)
+        self.step, self.message, self.expected, self.observed = step, message, expected, seen
+
+
+class Player:
+    def __init__(
+        self,
+        scenario: Scenario,
+        target: Target,
+        *,
+        prefix: str,
+        timeout: float,
+        broker: Broker | None,
+    ) -> None:
+        self.scenario, self.target, self.prefix = scenario, target, prefix
+        self.timeout, self.broker = timeout, broker
+        self.connections: dict[str, Connection] = {}
+        self.commands: dict[tuple[str, int], int] = {}  # the next command-id of a session
+        self.saved: dict[str, Any] = {}
+        self.entities: list[tuple[str, str]] = []
+        self.notes: dict[str, Any] = {}
+        self.expected = reaction_record("reply")
+        self.observed = reaction_record("reply")
+
+    def play(self) -> Played:
+        started = time.monotonic()
+        try:
+            for step in self.scenario.steps:
+                getattr(self, f"_{step.kind}")(step, step.args)
+            played = Played("pass", self.scenario.outcome, expected=self.expected)
+            played.observed = self.observed
+            played.notes = self.notes
+        except StepFailed as failed:
+            played = Played(
+                "fail", failed.message, failed.step.line, failed.step.kind,
+                failed.expected, failed.observed,
+            )  # fmt: skip
+        except AmqpfuzzError as exc:
+            played = Played("error", str(exc))
+        finally:
+            self.close()
+        played.duration = time.monotonic() - started
+        return played
+
+    def close(self) -> None:
+        for connection in self.connections.values():
+            if connection.alive and connection.server_properties:
+                connection.close(timeout=1.0)
+            connection.abort()
+        self.connections.clear()
+        if self.entities:
+            from .. import driver_for
+
+            driver_for("0-10").delete(self.target, self.entities, self.timeout)
+
+    # -- where a step acts ---------------------------------------------------------------------
+
+    def _expand(self, value: Any) -> Any:
+        if isinstance(value, str):
+            return value.replace("${prefix}", self.prefix)
+        if isinstance(value, Mapping):
+            return {k: self._expand(v) for k, v in value.items()}
+        return value
+
+    def _conn(self, args: Mapping[str, Any]) -> Connection:
+        return self.connections[str(args["connection"])]
+
+    def _fail(self, step: Step, message: str, expected: str, seen: Outcome | str) -> None:
+        observed = seen.as_record() if isinstance(seen, Outcome) else reaction_record("reply")
+        if isinstance(seen, str):
+            observed["reply"] = seen
+        raise StepFailed(step, message, reaction_record(expected), observed)
+
+    # -- the steps ------------------------------------------------------------------------------
+
+    def _connect(self, step: Step, args: Mapping[str, Any]) -> None:
+        if args.get("handshake", True) is False:
+            connection = Connection(open_socket(self.target, self.timeout), _codec())
+        else:
+            try:
+                connection = Connection.open(self.target, timeout=self.timeout)
+            except NotSpoken as exc:
+                self._fail(step, str(exc), "reply", f"answered {header_text(exc.answered)}")
+        self.connections[str(args["as"])] = connection
+        if "save" in args:
+            self.saved[str(args["save"])] = dict(connection.server_properties)
+
+    def _send_raw(self, step: Step, args: Mapping[str, Any]) -> None:
+        self._conn(args).send(bytes.fromhex(str(args["hex"])))
+
+    def _expect_closed(self, step: Step, args: Mapping[str, Any]) -> None:
+        """The socket closes; what came before it is read raw: a protocol header at most (with
+        ``no_frames``), the one ``header`` asks for."""
+        connection = self._conn(args)
+        self.expected = reaction_record("socket-close")
+        got = b""
+        deadline = time.monotonic() + self.timeout
+        closed = False
+        while time.monotonic() < deadline:
+            try:
+                connection.sock.settimeout(max(0.05, deadline - time.monotonic()))
+                chunk = connection.sock.recv(65536)
+            except TimeoutError:
+                break
+            except OSError:  # a reset is a close too
+                closed = True
+                break
+            if not chunk:
+                closed = True
+                break
+            got += chunk
+            if args.get("or_spoken") and got[:8] == _HEADER:
+                break  # it speaks 0-10: its connection.start follows, and the socket stays
+        header, rest = (got[:8], got[8:]) if got.startswith(b"AMQP") else (b"", got)
+        seen = f"{header_text(header) if header else 'no protocol header'}" + (
+            f" and {len(rest)} more octets" if rest else ""
+        )
+        if args.get("or_spoken") and header == _HEADER:  # it speaks 0-10: the rule is not for it
+            self.observed = reaction_record("reply")
+            self.observed["reply"] = f"{seen}: it speaks 0-10"
+            return
+        self.observed = reaction_record("socket-close" if closed else "timeout")
+        self.observed["reply"] = seen
+        if not closed:
+            self._fail(step, f"the socket stays open ({seen})", "socket-close", "timeout: " + seen)
+        if args.get("no_frames") and rest:
+            self._fail(
+                step, f"the peer sent more than a protocol header: {seen}", "socket-close", seen
+            )
+        wanted = args.get("header", "any")
+        if wanted == "0-10" and header != _HEADER:
+            self._fail(step, f"0-10's protocol header expected: {seen}", "socket-close", seen)
+        if wanted == "other" and (not header or header == _HEADER):
+            self._fail(
+                step, f"another version's protocol header expected: {seen}", "socket-close", seen
+            )
+
+    def _attach(self, step: Step, args: Mapping[str, Any]) -> None:
+        connection, channel = self._conn(args), int(args["channel"])
+        problem = connection.attach(channel, self.timeout)
+        if problem is not None:
+            self._fail(step, f"the session on channel {channel} was not attached: {problem}",
+                       "reply", problem)  # fmt: skip
+        self.commands[(str(args["connection"]), channel)] = 0
+
+    def _command(self, step: Step, args: Mapping[str, Any]) -> None:
+        connection, channel = self._conn(args), int(args["channel"])
+        fields = self._expand(dict(args.get("fields") or {}))
+        header = [
+            connection.codec.struct(
+                str(e["struct"]), **_names(self._expand(dict(e.get("fields") or {})))
+            )
+            for e in args.get("header") or ()
+        ]
+        body = args.get("body")
+        data = connection.codec.encode_command(
+            str(args["command"]),
+            {k.replace("-", "_"): v for k, v in fields.items()},
+            channel=channel,
+            sync=bool(args.get("sync", False)),
+            header=header or None,
+            body=None if body is None else self._expand(str(body)).encode(),
+        )
+        self.commands[(str(args["connection"]), channel)] += 1
+        for key in ("queue", "exchange"):
+            name = fields.get(key)
+            if str(args["command"]).endswith(".declare") and isinstance(name, str):
+                self.entities.append((key, name))
+        if not connection.send(data):
+            self._fail(
+                step, f"{args['command']} could not be sent", "reply", connection.ended or ""
+            )
+
+    def _await(self, step: Step, args: Mapping[str, Any]) -> None:
+        connection, channel = self._conn(args), int(args["channel"])
+        seconds = float(args.get("seconds", self.timeout))
+        name = str(args["name"])
+        got = connection.wait(channel, (name,), seconds)
+        if isinstance(got, Outcome):
+            self._fail(step, f"{name} expected, got {got}", "reply", got)
+        if "save" in args:
+            self.saved[str(args["save"])] = got
+
+    def _receive(self, step: Step, args: Mapping[str, Any]) -> None:
+        connection, channel = self._conn(args), int(args["channel"])
+        seconds = float(args.get("seconds", self.timeout))
+        got: list[Any] = []
+        for _ in range(int(args["count"])):
+            found = connection.wait(channel, ("message.transfer",), seconds)
+            if isinstance(found, Outcome):
+                self._fail(step, f"{args['count']} transfers expected, {len(got)} came, then "
+                           f"{found}", "reply", found)  # fmt: skip
+            got.append(found)
+        self.saved[str(args["save"])] = got
+
+    def _record(self, step: Step, args: Mapping[str, Any]) -> None:
+        struct, field = str(args["path"]).rsplit(".", 1)
+        values = []
+        for transfer in self.saved[str(args["of"])]:
+            for entry in transfer.header or ():
+                if entry.name == struct:
+                    values.append(entry[field])
+        self.notes[str(args["as"])] = len(set(values))
+
+    def _close(self, step: Step, args: Mapping[str, Any]) -> None:
+        self._conn(args).close(timeout=self.timeout)
+
+
+def _names(fields: Mapping[str, Any]) -> dict[str, Any]:
+    return {k.replace("-", "_"): v for k, v in fields.items()}
+
+
+def _codec() -> Any:
+    from amqpfuzz.spec.amqp010.codec import codec_for
+
+    return codec_for("0-10")
