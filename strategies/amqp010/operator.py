@@ -1,0 +1,245 @@
+"""What a 0-10 mutation operator is, what it draws from, and the malformed-case builder.
+
+An operator is a small object: a name, what it breaks and how (its description names the part
+of the 0-10 specification whose code it expects), the codes the specification requires in
+answer, by their choice names in the XML's three error domains, and the scope those codes close:
+``connection`` (``connection.close`` with a ``close-code``: ``framing-error``...), ``session``
+(``session.detached`` with a ``detach-code``: ``not-attached``, ``unknown-ids``...),
+``execution`` (``execution.exception`` with an ``error-code``: ``command-invalid``,
+``illegal-argument``, ``not-implemented``...), or ``socket`` (a protocol header the peer does not
+speak: it answers with its own and closes the socket). Where the specification says what a
+sender must do but names no reaction of the receiver, ``or_reply`` marks that accepting it is
+conformant too (the peer must stay up).
+
+``level`` groups them: ``frame`` (the 12-octet frame header), ``assembly`` (frames into
+segments into commands), ``encoding`` (a command's bytes) and ``state`` (sessions and the
+connection's order).
+
+``placement`` says where a case runs (:attr:`Case.channel`): ``open`` (on a session the fuzzer
+attached, at command-id 0; the case's frames name its channel symbolically), ``fresh`` (a
+channel with no session attached), ``none`` (after ``open-ok``, the case names its channels),
+``start`` (on a connection of its own right after the protocol headers and
+``connection.start``) and ``header`` (a new connection: the case sends the protocol header).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+from amqpfuzz.spec.amqp010.codec import Codec, Command
+from amqpfuzz.spec.amqp010.model import Spec010
+
+from ..cases import Case, Reaction
+from ..source import Source
+from .values import Values
+from .wire import CASE_CHANNEL, Wire
+
+__all__ = [
+    "DOMAINS",
+    "SCOPES",
+    "BuildFn",
+    "Built",
+    "Context",
+    "ErrorCode",
+    "Operator",
+    "error_code",
+    "error_codes",
+    "malformed_builder",
+    "registrar",
+]
+
+# the XML's error domains, and the scope an error with one of their codes closes
+DOMAINS = {
+    "execution.error-code": "execution",
+    "session.detach-code": "session",
+    "connection.close-code": "connection",
+}
+SCOPES = (*DOMAINS.values(), "socket")
+# the fields whose domain names what a case may create: they get names with the run's prefix
+ENTITIES = ("queue.name", "exchange.name")
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorCode:
+    """A code of one of the error domains (a :class:`~..cases.Code`): its choice name, its
+    value, and the scope an error with it closes."""
+
+    name: str
+    value: int
+    scope: str
+
+
+@functools.cache
+def error_codes(spec: Spec010) -> dict[str, ErrorCode]:
+    """Every error code of the specification by name (``normal``, in two domains, is the
+    session's: the connection's is not an error)."""
+    found: dict[str, ErrorCode] = {}
+    for domain, scope in DOMAINS.items():
+        for name, value in spec.domain(domain).choices.items():
+            found.setdefault(name, ErrorCode(name, value, scope))
+    return found
+
+
+def error_code(spec: Spec010, name: str) -> ErrorCode:
+    """A close code, detach code or execution error code by its name in the XML; KeyError
+    for a name none of them has."""
+    return error_codes(spec)[name]
+
+
+@dataclass(frozen=True, slots=True)
+class Built:
+    """What an operator's ``build`` returns: the broken steps and where they point."""
+
+    steps: tuple[Wire, ...]
+    spec_ref: str  # the control or command (or frame part) the case is about
+    note: str
+    placement: str = "open"
+
+
+@dataclass(frozen=True)
+class Context:
+    """What operators draw from: the spec, its codec and value readers, the negotiated
+    max-frame-size, and the prefix every name a case creates starts with."""
+
+    spec: Spec010
+    codec: Codec
+    max_frame_size: int
+    prefix: str | None = None
+
+    @cached_property
+    def values(self) -> Values:
+        return Values(self.codec)
+
+    @cached_property
+    def entity_fields(self) -> Mapping[str, str]:
+        """``queue.declare.queue`` -> ``queue``: the fields that name a queue or exchange."""
+        return {
+            f"{member.qualified}.{f.name}": f.ref.name.split(".")[0]
+            for members in (self.spec.commands, self.spec.structs)
+            for member in members
+            for f in member.fields
+            if f.ref.kind == "domain" and f.ref.name in ENTITIES
+        }
+
+    @cached_property
+    def server_commands(self) -> tuple[str, ...]:
+        """The commands a server implements, in the XML's order."""
+        return tuple(
+            c.qualified for c in self.spec.commands if any(i.role == "server" for i in c.implements)
+        )
+
+    def name(self, src: Source, what: str = "queue") -> str:
+        """A name nobody has used: the run's prefix, ``what``, eight random characters."""
+        suffix = "".join("abcdefghijklmnopqrstuvwxyz0123456789"[src.below(36)] for _ in range(8))
+        return f"{self.prefix or 'amqpfuzz-'}{what}-{suffix}"
+
+    def entity_name(self, qualified_field: str, src: Source) -> str:
+        """A prefixed name for a field that names a queue or exchange; "" for other fields."""
+        kind = self.entity_fields.get(qualified_field)
+        return self.name(src, kind) if kind is not None else ""
+
+    def drawn(self, name: str, src: Source, sync: bool = True) -> Command:
+        """A valid command with drawn values; the entities it names have prefixed names."""
+        return self.values.command(name, src, sync=sync, names=self.entity_name)
+
+    def wire(self, item: Any, label: str = "", channel: int = CASE_CHANNEL) -> Wire:
+        """A control's or command's frames (channel 0 until rendered on the case's)."""
+        if item.channel != max(channel, 0):
+            item = dataclasses.replace(item, channel=max(channel, 0))
+        data = self.codec.encode(item, self.max_frame_size)
+        return Wire(data, label or item.name, channel)
+
+    def control(self, name: str, channel: int = CASE_CHANNEL, /, **fields: Any) -> Wire:
+        return self.wire(self.codec.control(name, max(channel, 0), **fields), channel=channel)
+
+    def raw(self, data: bytes, label: str, channel: int = CASE_CHANNEL) -> Wire:
+        return Wire(data, label, channel)
+
+    def command_payload(self, item: Command, check: bool = True) -> bytes:
+        """A command segment's payload: class and code, session header, flags and fields."""
+        return self.codec.encoder.command(item.name, item.fields, item.sync, check)
+
+
+BuildFn = Callable[[Source, Context], Built]
+
+
+@dataclass(frozen=True)
+class Operator:
+    """A named way of breaking valid 0-10 frames, and the reaction the specification
+    requires."""
+
+    name: str
+    description: str
+    breaks: str
+    codes: tuple[str, ...]
+    scope: str
+    level: str
+    build: BuildFn = field(repr=False, compare=False)
+    or_reply: bool = False
+
+    def applies_to(self, spec: Spec010) -> bool:
+        known = error_codes(spec)
+        return all(c in known for c in self.codes)
+
+    def codes_in(self, spec: Spec010) -> tuple[ErrorCode, ...]:
+        known = error_codes(spec)
+        return tuple(ErrorCode(c, known[c].value, self.scope) for c in self.codes)
+
+    def reaction(self, spec: Spec010) -> Reaction:
+        if self.scope == "socket":  # the peer's own protocol header, then the socket closed
+            return Reaction("socket-close", responses=("protocol header",))
+        return Reaction.error(self.codes_in(spec), or_reply=self.or_reply)
+
+    def case(self, src: Source, context: Context) -> Case:
+        built = self.build(src, context)
+        return Case(
+            steps=built.steps,
+            expected=self.reaction(context.spec),
+            spec_ref=built.spec_ref,
+            operator=self.name,
+            level=self.level,
+            channel=built.placement,
+            note=built.note,
+            blob=src.data,
+        )
+
+
+def registrar(into: list[Operator]) -> Callable[..., Callable[[BuildFn], BuildFn]]:
+    """A decorator factory that defines an operator where its build function is written."""
+
+    def operator(
+        name: str,
+        description: str,
+        breaks: str,
+        codes: tuple[str, ...],
+        scope: str,
+        level: str,
+        *,
+        or_reply: bool = False,
+    ) -> Callable[[BuildFn], BuildFn]:
+        if scope not in SCOPES:
+            raise ValueError(f"operator {name}: scope {scope!r} is not one of {SCOPES}")
+
+        def register(build: BuildFn) -> BuildFn:
+            into.append(Operator(name, description, breaks, codes, scope, level, build, or_reply))
+            return build
+
+        return register
+
+    return operator
+
+
+def malformed_builder(operators: Sequence[Operator], context: Context) -> Callable[[Source], Case]:
+    """Reads an operator, then its case, from a source; zeros read as the first operator."""
+    chosen = tuple(operators)
+
+    def build(src: Source) -> Case:
+        chosen_operator: Operator = src.pick(chosen)
+        return chosen_operator.case(src, context)
+
+    return build
