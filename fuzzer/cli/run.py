@@ -58,21 +58,6 @@ def preflight(
     return notices
 
 
-def _catalogue(protocol: str) -> tuple[Any, ...]:
-    """The protocol's mutation operators; BadInput if amqpfuzz has no strategies for it."""
-    from hypothesis.errors import InvalidArgument
-
-    from amqpfuzz.strategies import operators as catalogue
-
-    try:
-        return catalogue(protocol)
-    except InvalidArgument:
-        raise BadInput(
-            f"amqpfuzz cannot fuzz AMQP {protocol} yet: it has no strategies for it "
-            f"(amqpfuzz scenarios --protocol {protocol} plays its scenario files)"
-        ) from None
-
-
 def _positive(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
     if value is not None and value <= 0:
         raise BadInput(f"{param.opts[0]} must be more than zero, not {value:g}")
@@ -170,7 +155,9 @@ def _run(
     run_id = uuid.uuid4().hex[:12]
     chosen = tuple(o.strip() for o in operators.split(",")) if operators else None
     if chosen:
-        known = {op.name for op in _catalogue(protocol)}
+        from amqpfuzz.strategies import operators as catalogue
+
+        known = {op.name for op in catalogue(protocol)}
         unknown = [o for o in chosen if o not in known]
         if unknown:
             raise BadInput(f"unknown operators: {', '.join(unknown)} (see amqpfuzz mutations)")
@@ -202,7 +189,6 @@ def _run(
             own = stack.enter_context(throwaway(kind or "rabbitmq"))
             targets = [parse_target(own.url, label=f"throwaway {own.kind}")]
         notices = preflight(targets, protocol, timeout, profile)
-        _catalogue(protocol)  # a protocol the target speaks, but with no strategies yet
         console.print(
             f"amqpfuzz run {run_id}: seed {seed}, {len(targets)} target(s): "
             + ", ".join(t.safe_url for t in targets),

@@ -5,6 +5,7 @@ both and skips the rest as "unsupported protocol"."""
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import sys
@@ -14,6 +15,7 @@ import pytest
 
 from amqpfuzz.fuzzer.brokers import Broker
 from amqpfuzz.fuzzer.records import read_records
+from amqpfuzz.strategies import operators
 
 AMQPFUZZ = shutil.which("amqpfuzz", path=str(Path(sys.executable).parent)) or "amqpfuzz"
 
@@ -61,20 +63,40 @@ def test_0_10_scenarios_judge_the_negotiation_and_skip_the_rest(
         assert verdicts[(url, "basic/priority-levels")]["verdict"] == "skip"
 
 
-def test_a_0_10_run_on_a_peer_that_speaks_it_says_what_is_missing(tmp_path: Path) -> None:
-    """The scripted 0-10 peer completes the handshake; there are no 0-10 strategies yet, and
-    the run says so in one line, exit status 2, after the target was checked."""
+def test_a_0_10_campaign_on_a_peer_that_speaks_it(tmp_path: Path) -> None:
+    """The scripted 0-10 peer in its sessions mode (a sloppy server: it reads no command's
+    arguments): a campaign of a few operators finds what it lets through, each failure with a
+    reproducer that replays while the peer is up; records, totals and the report's inputs are
+    0-10's; what it refuses as the XML says passes."""
     from peer010 import Script, scripted
 
-    script = Script()
+    out = tmp_path / "out"
+    script = Script(sessions=True)
     with scripted(script) as port:
+        url = f"amqp://guest:guest@127.0.0.1:{port}/"
+        ops = "packing-flags-lie,frame-size-small,command-before-attach"
         done = amqpfuzz(
-            "run", "--protocol", "0-10", "--url", f"amqp://guest:guest@127.0.0.1:{port}/",
-            "--out", str(tmp_path),
+            "run", "--protocol", "0-10", "--url", url, "--out", str(out), "--duration", "3",
+            "--operators", ops, "--valid-share", "0", "--seed", "7",
         )  # fmt: skip
-    assert done.returncode == 2, done.stdout + done.stderr
-    assert done.stderr.strip().splitlines() == [
-        "amqpfuzz: error: amqpfuzz cannot fuzz AMQP 0-10 yet: it has no strategies for it "
-        "(amqpfuzz scenarios --protocol 0-10 plays its scenario files)"
-    ]
-    assert [code for _, _, code, _ in script.received][:3] == [2, 6, 7]  # the handshake went
+        assert done.returncode == 1, done.stdout + done.stderr
+        assert "Traceback" not in done.stderr
+        records = [r for path in out.glob("records-*.jsonl") for r in read_records(path)]
+        assert records and {r["target"]["protocol"] for r in records} == {"0-10"}
+        by_operator: dict[str, set[str]] = {}
+        for record in records:
+            by_operator.setdefault(str(record["mutation"]), set()).add(str(record["verdict"]))
+        assert by_operator["packing-flags-lie"] == {"fail"}
+        assert by_operator["frame-size-small"] == {"pass"}
+        assert by_operator["command-before-attach"] == {"pass"}
+        failed = [r for r in records if r["verdict"] == "fail"]
+        assert {r["failure"]["signature"] for r in failed} == {
+            "reaction:-:packing-flags-lie:execution-close/503->reply"
+        }
+        reproducers = sorted({str(r["reproducer"]) for r in failed if r.get("reproducer")})
+        assert reproducers
+        replayed = amqpfuzz("replay", reproducers[0])
+        assert replayed.returncode == 1, replayed.stdout + replayed.stderr
+    (totals,) = [json.loads(p.read_text()) for p in out.glob("run-*.json")]
+    assert totals["protocol"] == "0-10"
+    assert totals["totals"]["mutation_operators"] == len(operators("0-10"))

@@ -16,7 +16,6 @@ afterwards with ``queue.delete`` and ``exchange.delete`` on a session of their o
 
 from __future__ import annotations
 
-import importlib
 import struct
 import time
 from collections.abc import Iterable, Iterator
@@ -25,9 +24,11 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 from amqpfuzz.spec import RemoteProtocolError
 from amqpfuzz.spec.amqp010.codec import Command, Control, codec_for
 from amqpfuzz.strategies import Case
+from amqpfuzz.strategies.amqp010.operator import error_code
+from amqpfuzz.strategies.amqp010.wire import CASE_CHANNEL, Wire
 
 from ...brokers import Target
-from ..base import Announced, ConnectionFailed, Driver, Name, Outcome, UnsupportedProtocol
+from ..base import Announced, ConnectionFailed, Driver, Name, Outcome
 from .connection import Connection
 
 if TYPE_CHECKING:
@@ -39,20 +40,6 @@ _SIZE = struct.Struct(">H")
 _STAGES = ("start", "header")
 # the command fields that name what a case may create, by the domain they have
 _ENTITIES = {"queue.name": "queue", "exchange.name": "exchange"}
-
-
-def _strategies(module: str) -> Any:
-    """A module of the family's strategies (its cases' steps, its codes), which campaigns and
-    replays need; UnsupportedProtocol while the family has none."""
-    try:
-        return importlib.import_module(f"amqpfuzz.strategies.amqp010.{module}")
-    except ModuleNotFoundError as exc:
-        if not (exc.name or "").startswith("amqpfuzz.strategies.amqp010"):
-            raise
-        raise UnsupportedProtocol(
-            "amqpfuzz has no AMQP 0-10 strategies yet: 0-10 campaigns and replays cannot run "
-            "(the handshake, sessions and scenario files can)"
-        ) from None
 
 
 @runtime_checkable
@@ -171,9 +158,6 @@ class Amqp010Driver(Driver):
     def recorded(self, data: bytes) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
         """Protocol headers and whole frames become steps again; a frame on a channel other
         than 0 was on the case's session, and goes on the one a replay gives it."""
-        wire = _strategies("wire")
-        CASE_CHANNEL, Wire = wire.CASE_CHANNEL, wire.Wire
-
         steps: list[Any] = []
         at = 0
         while at < len(data):
@@ -220,9 +204,8 @@ class Amqp010Driver(Driver):
         try:
             for kind, name in names:
                 command = f"{kind}.delete"
-                field = "queue" if kind == "queue" else "exchange"
-                data = connection.codec.encode_command(
-                    command, {field: name}, channel=self.control, sync=True
+                data = connection.codec.encode_command(  # the field is named as its kind
+                    command, {kind: name}, channel=self.control, sync=True
                 )
                 connection.send(data)
                 answer = connection.wait(self.control, ("session.completed",), timeout)
@@ -239,7 +222,7 @@ class Amqp010Driver(Driver):
 
     def code(self, name: str) -> Code:
         """A close code, detach code or execution error code by its name in the XML."""
-        return _strategies("operator").error_code(self.spec, name)  # type: ignore[no-any-return]
+        return error_code(self.spec, name)
 
     def serves(self, target: Target, timeout: float, probe: str) -> str | None:
         """The peer accepts a connection and attaches a session on it."""
