@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -34,6 +34,7 @@ from typing import Any
 from amqpfuzz.spec.amqp010.codec import Codec, Command
 from amqpfuzz.spec.amqp010.model import Spec010
 
+from ..building import Built
 from ..cases import Case, Reaction
 from ..source import Source
 from .values import Values
@@ -49,8 +50,6 @@ __all__ = [
     "Operator",
     "error_code",
     "error_codes",
-    "malformed_builder",
-    "registrar",
 ]
 
 # the XML's error domains, and the scope an error with one of their codes closes
@@ -89,16 +88,6 @@ def error_code(spec: Spec010, name: str) -> ErrorCode:
     """A close code, detach code or execution error code by its name in the XML; KeyError
     for a name none of them has."""
     return error_codes(spec)[name]
-
-
-@dataclass(frozen=True, slots=True)
-class Built:
-    """What an operator's ``build`` returns: the broken steps and where they point."""
-
-    steps: tuple[Wire, ...]
-    spec_ref: str  # the control or command (or frame part) the case is about
-    note: str
-    placement: str = "open"
 
 
 @dataclass(frozen=True)
@@ -182,6 +171,10 @@ class Operator:
     build: BuildFn = field(repr=False, compare=False)
     or_reply: bool = False
 
+    def __post_init__(self) -> None:
+        if self.scope not in SCOPES:
+            raise ValueError(f"operator {self.name}: scope {self.scope!r} is not one of {SCOPES}")
+
     def applies_to(self, spec: Spec010) -> bool:
         known = error_codes(spec)
         return all(c in known for c in self.codes)
@@ -197,49 +190,4 @@ class Operator:
 
     def case(self, src: Source, context: Context) -> Case:
         built = self.build(src, context)
-        return Case(
-            steps=built.steps,
-            expected=self.reaction(context.spec),
-            spec_ref=built.spec_ref,
-            operator=self.name,
-            level=self.level,
-            channel=built.placement,
-            note=built.note,
-            blob=src.data,
-        )
-
-
-def registrar(into: list[Operator]) -> Callable[..., Callable[[BuildFn], BuildFn]]:
-    """A decorator factory that defines an operator where its build function is written."""
-
-    def operator(
-        name: str,
-        description: str,
-        breaks: str,
-        codes: tuple[str, ...],
-        scope: str,
-        level: str,
-        *,
-        or_reply: bool = False,
-    ) -> Callable[[BuildFn], BuildFn]:
-        if scope not in SCOPES:
-            raise ValueError(f"operator {name}: scope {scope!r} is not one of {SCOPES}")
-
-        def register(build: BuildFn) -> BuildFn:
-            into.append(Operator(name, description, breaks, codes, scope, level, build, or_reply))
-            return build
-
-        return register
-
-    return operator
-
-
-def malformed_builder(operators: Sequence[Operator], context: Context) -> Callable[[Source], Case]:
-    """Reads an operator, then its case, from a source; zeros read as the first operator."""
-    chosen = tuple(operators)
-
-    def build(src: Source) -> Case:
-        chosen_operator: Operator = src.pick(chosen)
-        return chosen_operator.case(src, context)
-
-    return build
+        return built.case(self.reaction(context.spec), self.name, self.level, src)

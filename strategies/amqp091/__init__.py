@@ -23,9 +23,10 @@ from amqpfuzz.spec.amqp091 import Method, Spec, load
 from amqpfuzz.spec.amqp091.codec import DIALECTS, Frame, MethodFrame, codec_for
 from amqpfuzz.spec.amqp091.model import PRIMITIVE_TYPES
 
+from ..building import mixed_builder, pick_operator
 from ..cases import Case
 from .frames import BLOB, argument_builder, blobs, content_frames, method_frames_of, sequences_of
-from .operator import Context, Operator, malformed_builder
+from .operator import Context, Operator
 from .operators import catalogue
 from .source import Source, table_generator, type_generator
 from .valid import valid_builder
@@ -300,18 +301,8 @@ def case_builder(
     channel-level method a client may send, with the reaction its method requires) about
     ``valid_share`` of the time, else a malformed case of ``operators``. The blob's first byte
     decides which, so a zeroed blob reads as the first method's valid case."""
-    if not 0.0 <= valid_share <= 1.0:
-        raise InvalidArgument(f"valid_share={valid_share!r}: must be between 0 and 1")
     context = _context(protocol, frame_max, prefix, dialect)
-    good = _valid(context, None)
-    bad = _malformed(context, operators)
-    cut = round(valid_share * 256)
-
-    def build(blob: bytes) -> Case:
-        src = Source(blob)
-        return good(src) if src.byte() < cut else bad(src)
-
-    return build
+    return mixed_builder(_valid(context, None), _malformed(context, operators), valid_share)
 
 
 def valid_case_builder(
@@ -353,7 +344,7 @@ def malformed_case_builder(
 
 
 def _malformed(context: Context, operators: Sequence[str] | None) -> Callable[[Source], Case]:
-    return malformed_builder(_operators(context.spec, operators), context)
+    return pick_operator(_operators(context.spec, operators), context)
 
 
 def _context(protocol: str | Spec, frame_max: int, prefix: str | None, dialect: str) -> Context:

@@ -24,6 +24,7 @@ from hypothesis import strategies as st
 from amqpfuzz.spec.amqp091 import Field, Method, Spec
 from amqpfuzz.spec.amqp091.codec import Codec, ContentHeader, Frame, MethodFrame
 
+from ..building import pick_operator
 from ..cases import Case, Reaction
 from .frames import ENTITY_DOMAINS, ZERO, argument_builder, blobs
 from .source import Source, field_generator
@@ -35,9 +36,7 @@ __all__ = [
     "Context",
     "Operator",
     "malformed",
-    "malformed_builder",
     "reaction_of",
-    "registrar",
 ]
 
 
@@ -232,56 +231,9 @@ def reaction_of(spec: Spec, names: tuple[str, ...], or_reply: bool = False) -> R
     return Reaction.error(tuple(spec.constant(name) for name in names), or_reply=or_reply)
 
 
-def registrar(into: list[Operator]) -> Callable[..., Callable[[BuildFn], BuildFn]]:
-    """A decorator factory that defines an operator where its build function is written::
-
-    OPERATORS: list[Operator] = []
-    operator = registrar(OPERATORS)
-
-    @operator("frame-end", "frame-end octet", "replaces the 0xCE...", ("frame-error",), "frame")
-    def frame_end(src: Source, ctx: Context) -> Built: ...
-    """
-
-    def operator(
-        name: str,
-        description: str,
-        breaks: str,
-        codes: tuple[str, ...],
-        level: str,
-        *,
-        or_reply: bool = False,
-        rule: str | None = None,
-        targets: Callable[[Spec], tuple[object, ...]] | None = None,
-    ) -> Callable[[BuildFn], BuildFn]:
-        def register(build: BuildFn) -> BuildFn:
-            into.append(
-                Operator(
-                    name,
-                    description,
-                    breaks,
-                    codes,
-                    level,
-                    build,
-                    or_reply=or_reply,
-                    rule=rule,
-                    targets=targets,
-                )
-            )
-            return build
-
-        return register
-
-    return operator
-
-
 def malformed(operators: Sequence[Operator], context: Context) -> st.SearchStrategy[Case]:
     """Cases of ``operators``: one blob chooses the operator and then the frames it breaks and
     how, so that Hypothesis shrinks both together: towards the first operator of the list and
     that operator's simplest frames."""
-    build = malformed_builder(operators, context)
+    build = pick_operator(operators, context)
     return blobs().map(lambda blob: build(Source(blob)))
-
-
-def malformed_builder(operators: Sequence[Operator], context: Context) -> Callable[[Source], Case]:
-    choices = tuple(operators)
-    return lambda src: choices[src.below(len(choices))].case(src, context)

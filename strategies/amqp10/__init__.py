@@ -24,9 +24,10 @@ from hypothesis.errors import InvalidArgument
 
 from amqpfuzz.spec.amqp10.codec import Codec, Composite, codec_for
 
+from ..building import mixed_builder, pick_operator
 from ..cases import Case
 from ..source import Source
-from .operator import Context, Operator, malformed_builder
+from .operator import Context, Operator
 from .operators import catalogue
 from .valid import case_performatives, connection_frames, valid_builder
 from .wire import CASE_CHANNEL, Wire
@@ -157,18 +158,12 @@ def case_builder(
 ) -> Callable[[bytes], Case]:
     """Reads what a campaign sends from a blob: a valid case about ``valid_share`` of the
     time, else a malformed case of ``operators``."""
-    if not 0.0 <= valid_share <= 1.0:
-        raise InvalidArgument(f"valid_share={valid_share!r}: must be between 0 and 1")
     ctx = _context(protocol, frame_max, prefix)
-    good = valid_builder(ctx, case_performatives(ctx))
-    bad = malformed_builder(_operators(ctx, operators), ctx)
-    cut = round(valid_share * 256)
-
-    def build(blob: bytes) -> Case:
-        src = Source(blob)
-        return good(src) if src.byte() < cut else bad(src)
-
-    return build
+    return mixed_builder(
+        valid_builder(ctx, case_performatives(ctx)),
+        pick_operator(_operators(ctx, operators), ctx),
+        valid_share,
+    )
 
 
 def valid_case_builder(
@@ -199,7 +194,7 @@ def malformed_case_builder(
 ) -> Callable[[bytes], Case]:
     """Reads a malformed case from a blob: the operator, then what it breaks and how."""
     ctx = _context(protocol, frame_max, prefix)
-    build = malformed_builder(_operators(ctx, operators), ctx)
+    build = pick_operator(_operators(ctx, operators), ctx)
     return lambda blob: build(Source(blob))
 
 

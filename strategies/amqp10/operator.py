@@ -25,13 +25,14 @@ began; the case's frames name its channel symbolically and attach their own link
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
 
 from amqpfuzz.spec.amqp10 import Spec100
 from amqpfuzz.spec.amqp10.codec import Codec, Composite, Symbol, UInt
 
+from ..building import Built
 from ..cases import Case, Reaction
 from ..source import Source
 from .values import Values
@@ -45,8 +46,6 @@ __all__ = [
     "Context",
     "Operator",
     "conditions",
-    "malformed_builder",
-    "registrar",
 ]
 
 SCOPES = ("connection", "session", "link", "socket", "ignore")
@@ -67,16 +66,6 @@ def conditions(spec: Spec100) -> dict[str, str]:
     """Every error condition the specification defines: choice name -> symbol (a name two
     types share, ``redirect``, keeps the first: the connection's)."""
     return {name: symbol for name, (symbol, _) in spec.error_conditions().items()}
-
-
-@dataclass(frozen=True, slots=True)
-class Built:
-    """What an operator's ``build`` returns: the broken steps and where they point."""
-
-    steps: tuple[Wire, ...]
-    spec_ref: str  # the performative (or frame part) the case is about
-    note: str
-    placement: str = "open"
 
 
 @dataclass(frozen=True)
@@ -176,6 +165,10 @@ class Operator:
     build: BuildFn = field(repr=False, compare=False)
     or_reply: bool = False  # the specification does not forbid it outright: accepting is fine
 
+    def __post_init__(self) -> None:
+        if self.scope not in SCOPES:
+            raise ValueError(f"operator {self.name}: scope {self.scope!r} is not one of {SCOPES}")
+
     def applies_to(self, spec: Spec100) -> bool:
         known = conditions(spec)
         return all(c in known for c in self.conditions)
@@ -195,51 +188,4 @@ class Operator:
 
     def case(self, src: Source, context: Context) -> Case:
         built = self.build(src, context)
-        return Case(
-            steps=built.steps,
-            expected=self.reaction(context.spec),
-            spec_ref=built.spec_ref,
-            operator=self.name,
-            level=self.level,
-            channel=built.placement,
-            note=built.note,
-            blob=src.data,
-        )
-
-
-def registrar(into: list[Operator]) -> Callable[..., Callable[[BuildFn], BuildFn]]:
-    """A decorator factory that defines an operator where its build function is written."""
-
-    def operator(
-        name: str,
-        description: str,
-        breaks: str,
-        conditions: tuple[str, ...],
-        scope: str,
-        level: str,
-        *,
-        or_reply: bool = False,
-    ) -> Callable[[BuildFn], BuildFn]:
-        if scope not in SCOPES:
-            raise ValueError(f"operator {name}: scope {scope!r} is not one of {SCOPES}")
-
-        def register(build: BuildFn) -> BuildFn:
-            into.append(
-                Operator(name, description, breaks, conditions, scope, level, build, or_reply)
-            )
-            return build
-
-        return register
-
-    return operator
-
-
-def malformed_builder(operators: Sequence[Operator], context: Context) -> Callable[[Source], Case]:
-    """Reads an operator, then its case, from a source; zeros read as the first operator."""
-    chosen = tuple(operators)
-
-    def build(src: Source) -> Case:
-        chosen_operator: Operator = src.pick(chosen)
-        return chosen_operator.case(src, context)
-
-    return build
+        return built.case(self.reaction(context.spec), self.name, self.level, src)

@@ -8,14 +8,15 @@ from collections.abc import Sequence
 from amqpfuzz.spec.amqp010.codec import Command, raw
 from amqpfuzz.spec.amqp010.codec.types import FieldPlan, Layout
 
+from ...building import registrar
 from ...source import Source
-from ..operator import Context, Operator, registrar
+from ..operator import Context, Operator
 from ..valid import ANSWERS
 
 __all__ = ["OPERATORS", "command", "one_segment", "operator", "payload", "segment"]
 
 OPERATORS: list[Operator] = []
-operator = registrar(OPERATORS)
+operator = registrar(OPERATORS, Operator)
 
 
 def one_segment(ctx: Context) -> tuple[str, ...]:

@@ -7,12 +7,13 @@ from __future__ import annotations
 
 from amqpfuzz.spec.amqp091.codec import MethodFrame
 
-from ..operator import Built, Context, Operator, registrar
+from ...building import registrar
+from ..operator import Built, Context, Operator
 from ..source import Source
 from ..wire import CASE_CHANNEL
 
 OPERATORS: list[Operator] = []
-operator = registrar(OPERATORS)
+operator = registrar(OPERATORS, Operator)
 
 
 @operator(

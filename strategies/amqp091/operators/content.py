@@ -4,14 +4,15 @@ from __future__ import annotations
 
 from amqpfuzz.spec.amqp091.codec import ContentBody, ContentHeader, Frame, MethodFrame, raw
 
+from ...building import registrar
 from ..frames import body_size, content_builder
-from ..operator import Built, Context, Operator, registrar
+from ..operator import Built, Context, Operator
 from ..source import Source
 from ..wire import CASE_CHANNEL, WireFrame
 from .common import publish_frame
 
 OPERATORS: list[Operator] = []
-operator = registrar(OPERATORS)
+operator = registrar(OPERATORS, Operator)
 
 
 def _content(

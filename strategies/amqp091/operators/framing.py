@@ -6,13 +6,14 @@ from __future__ import annotations
 
 from amqpfuzz.spec.amqp091.codec import ContentHeader
 
-from ..operator import Built, Context, Operator, registrar
+from ...building import registrar
+from ..operator import Built, Context, Operator
 from ..source import Source
 from ..wire import CASE_CHANNEL, WireFrame
 from .common import END, base_frame, bytes_except, not_end, publish_frame, with_setup
 
 OPERATORS: list[Operator] = []
-operator = registrar(OPERATORS)
+operator = registrar(OPERATORS, Operator)
 
 
 @operator(

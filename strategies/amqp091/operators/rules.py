@@ -10,13 +10,14 @@ import functools
 from amqpfuzz.spec.amqp091 import Field, Method, Spec
 from amqpfuzz.spec.amqp091.codec import MethodFrame
 
+from ...building import registrar
 from ..frames import ENTITY_DOMAINS, ZERO
-from ..operator import Built, Context, Operator, registrar
+from ..operator import Built, Context, Operator
 from ..source import Source
 from ..wire import CASE_CHANNEL
 
 OPERATORS: list[Operator] = []
-operator = registrar(OPERATORS)
+operator = registrar(OPERATORS, Operator)
 
 
 @functools.cache

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 from amqpfuzz.spec.amqp10.codec import Composite, raw
 
+from ...building import registrar
 from ...source import Source
-from ..operator import Context, Operator, registrar
+from ..operator import Context, Operator
 
 __all__ = ["OPERATORS", "Parts", "operator", "parts", "session_frame"]
 
 OPERATORS: list[Operator] = []
-operator = registrar(OPERATORS)
+operator = registrar(OPERATORS, Operator)
 
 
 class Parts:
