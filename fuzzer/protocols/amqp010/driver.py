@@ -28,7 +28,8 @@ from amqpfuzz.strategies.amqp010.operator import error_code
 from amqpfuzz.strategies.amqp010.wire import CASE_CHANNEL, Wire
 
 from ...brokers import Target
-from ..base import Announced, ConnectionFailed, Driver, Name, Outcome
+from ..base import Announced, ConnectionFailed, Name, Outcome
+from ..sessions import SessionDriver, text
 from .connection import Connection
 
 if TYPE_CHECKING:
@@ -37,7 +38,6 @@ if TYPE_CHECKING:
 __all__ = ["Amqp010Driver"]
 
 _SIZE = struct.Struct(">H")
-_STAGES = ("start", "header")
 # the command fields that name what a case may create, by the domain they have
 _ENTITIES = {"queue.name": "queue", "exchange.name": "exchange"}
 
@@ -51,13 +51,7 @@ class _Raw(Protocol):
     channel: int
 
 
-def _text(value: object) -> str:
-    if isinstance(value, bytes):
-        return value.decode("utf-8", "replace")
-    return "" if value is None else str(value)
-
-
-class Amqp010Driver(Driver):
+class Amqp010Driver(SessionDriver):
     family: ClassVar[str] = "amqp010"
     control: ClassVar[int] = 1
     # the answer to the probe's detach; or, on a connection whose control session was
@@ -65,6 +59,9 @@ class Amqp010Driver(Driver):
     probe_replies: ClassVar[tuple[str, ...]] = ("session.detached", "session.attached")
     ready_replies: ClassVar[tuple[str, ...]] = ("session.attached",)
     probe_ends: ClassVar[bool] = True
+    frame_header: ClassVar[int] = 12
+    wire = Wire
+    case_channel: ClassVar[int] = CASE_CHANNEL
 
     def __init__(self, protocol: str) -> None:
         super().__init__(protocol)
@@ -79,20 +76,10 @@ class Amqp010Driver(Driver):
     def announced(self, connection: Any) -> Announced:
         properties = {str(k): v for k, v in connection.server_properties.items()}
         return Announced(
-            _text(properties.get("product")), _text(properties.get("version")), properties
+            text(properties.get("product")), text(properties.get("version")), properties
         )
 
-    def speaks(self, target: Target, protocol: str, timeout: float) -> str | None:
-        try:
-            Connection.open(target, timeout=timeout).close()
-        except ConnectionFailed as exc:
-            return f"the target does not speak AMQP {protocol}: {exc}"
-        return None
-
     # -- running cases -----------------------------------------------------------------------
-
-    def stage(self, case: Case) -> str | None:
-        return case.channel if case.channel in _STAGES else None
 
     def spare(self, target: Target, timeout: float, stage: str | None = None) -> Connection:
         """A connection of its own: open, with its control session attached and answered;
@@ -106,36 +93,21 @@ class Amqp010Driver(Driver):
             raise ConnectionFailed(f"{target.safe_url}: a session was refused: {problem}")
         return connection
 
-    def needs_own_connection(self, case: Case) -> bool:
-        return (
-            case.channel != "open"
-            or case.kills_connection
-            or case.expected.outcome in ("socket-close",)
-        )
-
-    def own_channel(self, case: Case) -> int:
-        """The control session for a case that wants one; the next channel (no session) for
-        the others."""
-        return self.control if case.channel == "open" else self.control + 1
-
     def open_channel(self, connection: Any, channel: int) -> bytes:
         return bytes(connection.attach_frames(channel))
 
     def close_channel(self, connection: Any, channel: int) -> bytes:
         return bytes(connection.detach_frame(channel))
 
-    def probe(self, connection: Any, channel: int) -> bytes:
-        """The session's detach, once its attach was answered; before that, nothing."""
-        return bytes(connection.detach_frame(channel)) if channel in connection.attached else b""
+    def session_live(self, connection: Any, channel: int) -> bool:
+        return channel in connection.attached
 
-    def probes(self, case: Case) -> bool:
-        return self._detaches(case) == 0
-
-    def echoes(self, case: Case) -> int:
-        return max(0, self._detaches(case) - 1)
-
-    def _detaches(self, case: Case) -> int:
+    def own_ends(self, case: Case) -> int:
         return sum(1 for item in self._items(case, True) if item.name == "session.detach")
+
+    @staticmethod
+    def frame_size(data: bytes, at: int) -> int:
+        return int(_SIZE.unpack_from(data, at + 2)[0])
 
     def _items(self, case: Case, own: bool = False) -> Iterator[Control | Command]:
         """The controls and commands of the case that decode (``own``: on its session)."""
@@ -148,33 +120,6 @@ class Amqp010Driver(Driver):
                 continue
             yield from (f for f in found if isinstance(f, Control | Command))
 
-    def missing_responses(self, case: Case, frames: list[Any]) -> tuple[str, ...]:
-        """A valid case's answers (``execution.result``, ``session.completed``) not yet come."""
-        if case.operator is not None:
-            return ()
-        got = {getattr(f, "name", None) for f in frames}
-        return tuple(r for r in case.expected.responses if r not in got)
-
-    def recorded(self, data: bytes) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
-        """Protocol headers and whole frames become steps again; a frame on a channel other
-        than 0 was on the case's session, and goes on the one a replay gives it."""
-        steps: list[Any] = []
-        at = 0
-        while at < len(data):
-            if data.startswith(b"AMQP", at):
-                steps.append(Wire(data[at : at + 8], "protocol header", 0))
-                at += 8
-                continue
-            size = _SIZE.unpack_from(data, at + 2)[0] if at + 12 <= len(data) else 0
-            if size < 12 or at + size > len(data):
-                steps.append(Wire(data[at:], "what is not a whole frame", 0))
-                break
-            frame = data[at : at + size]
-            channel = int.from_bytes(frame[6:8], "big")
-            steps.append(Wire(frame, f"frame on channel {channel}", CASE_CHANNEL if channel else 0))
-            at += size
-        return tuple(steps), ()
-
     # -- what a case created -----------------------------------------------------------------
 
     def created(self, case: Case, replies: list[Any], prefix: str) -> Iterable[tuple[str, Name]]:
@@ -184,7 +129,7 @@ class Amqp010Driver(Driver):
                 continue
             for fld in self.spec.command(item.name).fields:
                 kind = _ENTITIES.get(fld.ref.name) if fld.ref.kind == "domain" else None
-                value = _text(item[fld.name])
+                value = text(item[fld.name])
                 if kind is not None and prefix and value.startswith(prefix):
                     yield kind, value
 

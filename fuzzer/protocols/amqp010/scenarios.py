@@ -13,10 +13,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from amqpfuzz.scenarios import Scenario, Step
-from amqpfuzz.spec import AmqpfuzzError
 
-from ...brokers import Broker, Target
-from ..base import Outcome, Played, reaction_record
+from ...brokers import Target
+from ..base import Outcome, reaction_record
+from ..playing import StepFailed, StepPlayer
 from ..stream import open_socket
 from .connection import Connection, NotSpoken, header_text
 
@@ -25,51 +25,12 @@ __all__ = ["Player"]
 _HEADER = b"AMQP\x01\x01\x00\x0a"
 
 
-class StepFailed(Exception):
-    def __init__(self, step: Step, message: str, expected: dict[str, Any], seen: dict[str, Any]):
-        super().__init__(message)
-        self.step, self.message, self.expected, self.observed = step, message, expected, seen
-
-
-class Player:
-    def __init__(
-        self,
-        scenario: Scenario,
-        target: Target,
-        *,
-        prefix: str,
-        timeout: float,
-        broker: Broker | None,
-    ) -> None:
-        self.scenario, self.target, self.prefix = scenario, target, prefix
-        self.timeout, self.broker = timeout, broker
+class Player(StepPlayer):
+    def __init__(self, scenario: Scenario, target: Target, **options: Any) -> None:
+        super().__init__(scenario, target, **options)
         self.connections: dict[str, Connection] = {}
         self.commands: dict[tuple[str, int], int] = {}  # the next command-id of a session
-        self.saved: dict[str, Any] = {}
         self.entities: list[tuple[str, str]] = []
-        self.notes: dict[str, Any] = {}
-        self.expected = reaction_record("reply")
-        self.observed = reaction_record("reply")
-
-    def play(self) -> Played:
-        started = time.monotonic()
-        try:
-            for step in self.scenario.steps:
-                getattr(self, f"_{step.kind}")(step, step.args)
-            played = Played("pass", self.scenario.outcome, expected=self.expected)
-            played.observed = self.observed
-            played.notes = self.notes
-        except StepFailed as failed:
-            played = Played(
-                "fail", failed.message, failed.step.line, failed.step.kind,
-                failed.expected, failed.observed,
-            )  # fmt: skip
-        except AmqpfuzzError as exc:
-            played = Played("error", str(exc))
-        finally:
-            self.close()
-        played.duration = time.monotonic() - started
-        return played
 
     def close(self) -> None:
         for connection in self.connections.values():

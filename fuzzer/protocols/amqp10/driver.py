@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Iterable, Iterator
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 from amqpfuzz.spec import RemoteProtocolError
 from amqpfuzz.spec.amqp10.codec import Composite, Frame, codec_for
@@ -30,32 +30,21 @@ from ..base import (
     Announced,
     AuthenticationFailed,
     ConnectionFailed,
-    Driver,
     Name,
     Unreachable,
 )
+from ..sessions import SessionDriver, text
 from .connection import Connection
 from .nodes import delete_nodes
-
-if TYPE_CHECKING:
-    pass
 
 __all__ = ["Amqp10Driver"]
 
 _SIZE = struct.Struct(">I")
 # the scope an error of each condition type closes (an amqp-error may close any: connection)
 _SCOPES = {"connection-error": "connection", "session-error": "session", "link-error": "link"}
-# placements that need a connection prepared only so far (the rest: open, with its control)
-_STAGES = ("start", "header")
 
 
-def _text(value: object) -> str:
-    if isinstance(value, bytes):
-        return value.decode("utf-8", "replace")
-    return "" if value is None else str(value)
-
-
-class Amqp10Driver(Driver):
+class Amqp10Driver(SessionDriver):
     family: ClassVar[str] = "amqp10"
     control: ClassVar[int] = 0
     # the answer to the probe's end; or, on a connection whose control session was begun with
@@ -63,6 +52,9 @@ class Amqp10Driver(Driver):
     probe_replies: ClassVar[tuple[str, ...]] = ("end", "begin")
     ready_replies: ClassVar[tuple[str, ...]] = ("begin",)
     probe_ends: ClassVar[bool] = True
+    frame_header: ClassVar[int] = 8
+    wire = Wire
+    case_channel: ClassVar[int] = CASE_CHANNEL
 
     def __init__(self, protocol: str) -> None:
         super().__init__(protocol)
@@ -82,21 +74,10 @@ class Amqp10Driver(Driver):
         found = opened["properties"] if opened is not None else None
         properties = {str(k): v for k, v in (found or {}).items()}
         return Announced(
-            _text(properties.get("product")), _text(properties.get("version")), properties
+            text(properties.get("product")), text(properties.get("version")), properties
         )
 
-    def speaks(self, target: Target, protocol: str, timeout: float) -> str | None:
-        try:
-            Connection.open(target, timeout=timeout).close()
-        except ConnectionFailed as exc:
-            return f"the target does not speak AMQP {protocol}: {exc}"
-        return None
-
     # -- running cases -----------------------------------------------------------------------
-
-    def stage(self, case: Case) -> str | None:
-        """``start`` or ``header`` for a case that needs a connection prepared only so far."""
-        return case.channel if case.channel in _STAGES else None
 
     def spare(self, target: Target, timeout: float, stage: str | None = None) -> Connection:
         """A connection of its own: open, with its control session begun and answered (a
@@ -121,39 +102,21 @@ class Amqp10Driver(Driver):
         self._mechanisms[target] = connection.mechanism or None
         return connection
 
-    def needs_own_connection(self, case: Case) -> bool:
-        return (
-            case.channel != "open"
-            or case.kills_connection
-            or case.expected.outcome in ("socket-close",)
-        )
-
-    def own_channel(self, case: Case) -> int:
-        """The control session for a case that wants one; the next channel (no session) for
-        the others."""
-        return self.control if case.channel == "open" else self.control + 1
-
     def open_channel(self, connection: Any, channel: int) -> bytes:
         return bytes(connection.begin_frame(channel))
 
     def close_channel(self, connection: Any, channel: int) -> bytes:
         return bytes(connection.end_frame(channel))
 
-    def probe(self, connection: Any, channel: int) -> bytes:
-        """The session's end, once its begin was answered; before that, nothing: the answer to
-        the begin is the proof (a peer may drop a session begun and ended in one read)."""
-        return bytes(connection.end_frame(channel)) if channel in connection.begun else b""
+    def session_live(self, connection: Any, channel: int) -> bool:
+        return channel in connection.begun
 
-    def probes(self, case: Case) -> bool:
-        """No probe behind a case that ends its session itself."""
-        return self._ends(case) == 0
-
-    def echoes(self, case: Case) -> int:
-        """The ends of the case's own session beyond the one whose answer is the proof."""
-        return max(0, self._ends(case) - 1)
-
-    def _ends(self, case: Case) -> int:
+    def own_ends(self, case: Case) -> int:
         return sum(1 for frame in self._frames(case, CASE_CHANNEL) if frame.name == "end")
+
+    @staticmethod
+    def frame_size(data: bytes, at: int) -> int:
+        return int(_SIZE.unpack_from(data, at)[0])
 
     def _frames(self, case: Case, channel: int | None = None) -> Iterator[Frame]:
         """The frames of the case that decode (on ``channel``, symbolic or fixed, if given)."""
@@ -164,34 +127,6 @@ class Amqp10Driver(Driver):
                 yield self.codec.decode_frame(step.data, check=False)
             except RemoteProtocolError:  # a broken frame: nothing the engine must follow
                 continue
-
-    def missing_responses(self, case: Case, frames: list[Any]) -> tuple[str, ...]:
-        """A valid case's replies (each is due: the peer's begin, attach, detach, end) that
-        have not come."""
-        if case.operator is not None:
-            return ()
-        got = {getattr(f, "name", None) for f in frames}
-        return tuple(r for r in case.expected.responses if r not in got)
-
-    def recorded(self, data: bytes) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
-        """Protocol headers and whole frames become steps again; a frame on a channel other
-        than 0 was on the case's session, and goes on the one a replay gives it."""
-        steps: list[Wire] = []
-        at = 0
-        while at < len(data):
-            if data.startswith(b"AMQP", at):
-                steps.append(Wire(data[at : at + 8], "protocol header", 0))
-                at += 8
-                continue
-            size = _SIZE.unpack_from(data, at)[0] if at + 8 <= len(data) else 0
-            if size < 8 or at + size > len(data):
-                steps.append(Wire(data[at:], "what is not a whole frame", 0))
-                break
-            frame = data[at : at + size]
-            channel = int.from_bytes(frame[6:8], "big")
-            steps.append(Wire(frame, f"frame on channel {channel}", CASE_CHANNEL if channel else 0))
-            at += size
-        return tuple(steps), ()
 
     # -- what a case created -----------------------------------------------------------------
 

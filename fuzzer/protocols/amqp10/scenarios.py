@@ -25,8 +25,9 @@ from amqpfuzz.spec.amqp10.codec import (
     codec_for,
 )
 
-from ...brokers import Broker, Target
-from ..base import Outcome, Played, reaction_record
+from ...brokers import Target
+from ..base import Outcome, reaction_record
+from ..playing import StepFailed, StepPlayer
 from .connection import Connection
 from .nodes import delete_nodes
 
@@ -34,12 +35,6 @@ __all__ = ["Player"]
 
 _NOT_BARE = ("header", "delivery-annotations", "message-annotations", "footer")
 _WINDOW = 2048
-
-
-class StepFailed(Exception):
-    def __init__(self, step: Step, message: str, expected: dict[str, Any], seen: dict[str, Any]):
-        super().__init__(message)
-        self.step, self.message, self.expected, self.observed = step, message, expected, seen
 
 
 @dataclass
@@ -66,44 +61,13 @@ def _plain(value: Any) -> Any:
     return str(value) if isinstance(value, Symbol) else value
 
 
-class Player:
-    def __init__(
-        self,
-        scenario: Scenario,
-        target: Target,
-        *,
-        prefix: str,
-        timeout: float,
-        broker: Broker | None,
-    ) -> None:
-        self.scenario, self.target, self.prefix = scenario, target, prefix
-        self.timeout, self.broker = timeout, broker
+class Player(StepPlayer):
+    def __init__(self, scenario: Scenario, target: Target, **options: Any) -> None:
+        super().__init__(scenario, target, **options)
         self.connections: dict[str, Connection] = {}
         self.sessions: dict[tuple[str, int], Session] = {}
-        self.saved: dict[str, Any] = {}
         self.nodes: set[str] = set()
-        self.expected = reaction_record("reply")
-        self.observed = reaction_record("reply")
         self.codec_spec = codec_for("1.0").spec
-
-    def play(self) -> Played:
-        started = time.monotonic()
-        try:
-            for step in self.scenario.steps:
-                getattr(self, f"_{step.kind}")(step, step.args)
-            played = Played("pass", self.scenario.outcome, expected=self.expected)
-            played.observed = self.observed
-        except StepFailed as failed:
-            played = Played(
-                "fail", failed.message, failed.step.line, failed.step.kind,
-                failed.expected, failed.observed,
-            )  # fmt: skip
-        except AmqpfuzzError as exc:
-            played = Played("error", str(exc))
-        finally:
-            self.close()
-        played.duration = time.monotonic() - started
-        return played
 
     def close(self) -> None:
         for connection in self.connections.values():

@@ -20,6 +20,7 @@ from amqpfuzz.spec.amqp091.codec import Frame, MethodFrame, ProtocolHeader, code
 from ....brokers import Broker, Target
 from ...base import Outcome, describe
 from ...base import reaction_record as observed
+from ...playing import StepFailed
 from ..connection import closed_by
 from .mailbox import Mailbox, Message
 
@@ -62,19 +63,6 @@ def reaction_of_message(message: Message) -> dict[str, Any]:
     if isinstance(frame, ProtocolHeader):
         return observed("protocol-header", reply=repr(frame))
     return observed("reply", reply=message.name)
-
-
-class StepFailed(Exception):
-    """An expectation of a step that did not hold."""
-
-    def __init__(
-        self, step: Step, message: str, expected: dict[str, Any], seen: dict[str, Any]
-    ) -> None:
-        super().__init__(message)
-        self.step = step
-        self.message = message
-        self.expected = expected
-        self.observed = seen
 
 
 SINGULAR = {"bodies": "body", "redelivered": "redelivered", "properties": "properties"}
