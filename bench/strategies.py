@@ -5,7 +5,8 @@ What is measured
     campaign draws them (``fuzz_batches``: a batch of cases per test example), with the
     generate phase only (no shrinking, no database), for a valid mix (``valid_share=1``: any
     channel-level client method with its content) and a malformed mix (``valid_share=0``:
-    every operator), each case rendered to the bytes the fuzzer sends.
+    every operator), each case rendered to the bytes the fuzzer sends; for each protocol family
+    (0-9-1, 1.0, 0-10: :data:`PROTOCOLS`).
 
     *Round trip*: synchronous ``basic.qos``/``qos-ok`` round trips per second over one raw
     socket (our codec, TCP_NODELAY) to a throwaway RabbitMQ started by this script: the ceiling
@@ -33,6 +34,7 @@ from amqpfuzz.fuzzer.brokers import throwaway
 
 BATCH = 50
 TARGET = 1.0
+PROTOCOLS = ("0-9-1", "1.0", "0-10")
 
 
 def emit(figure: str, value: float, **extra: Any) -> None:
@@ -42,7 +44,7 @@ def emit(figure: str, value: float, **extra: Any) -> None:
     )
 
 
-def generation_rate(kind: str, examples: int) -> float:
+def generation_rate(kind: str, examples: int, protocol: str = "0-9-1") -> float:
     """Cases per second drawn and rendered to bytes, in batches of BATCH per example."""
     share = 1.0 if kind == "valid" else 0.0
     count = 0
@@ -54,7 +56,7 @@ def generation_rate(kind: str, examples: int) -> float:
         phases=[Phase.generate],
         suppress_health_check=list(HealthCheck),
     )
-    @given(afs.fuzz_batches(BATCH, valid_share=share, frame_max=131072))
+    @given(afs.fuzz_batches(BATCH, protocol=protocol, valid_share=share, frame_max=131072))
     def draw(batch: list[Any]) -> None:
         nonlocal count
         for case in batch:
@@ -73,10 +75,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     with throwaway("rabbitmq") as broker:
         ceiling = best(lambda: round_trip_rate(broker.url, calls), rounds)
     emit("round_trips_per_s", ceiling, impl="raw-socket", broker="rabbitmq")
-    for kind in ("valid", "malformed"):
-        rate = best(lambda kind=kind: generation_rate(kind, examples), rounds)
-        emit("cases_generated_per_s", rate, mix=kind, batch=BATCH)
-        emit(f"{kind}_generation_vs_round_trip", rate / ceiling, target=TARGET)
+    for protocol in PROTOCOLS:
+        for kind in ("valid", "malformed"):
+            rate = best(lambda k=kind, p=protocol: generation_rate(k, examples, p), rounds)
+            emit("cases_generated_per_s", rate, mix=kind, batch=BATCH, protocol=protocol)
+            ratio = rate / ceiling
+            emit(f"{kind}_generation_vs_round_trip", ratio, target=TARGET, protocol=protocol)
     return 0
 
 

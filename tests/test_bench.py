@@ -47,14 +47,15 @@ def test_codec10_bench_prints_every_figure() -> None:
 
 def test_strategies_bench_prints_generation_beside_round_trips() -> None:
     lines = quick_run("strategies", timeout=300)
-    figures = {r["figure"]: r for r in lines if "mix" not in r}
-    assert figures["round_trips_per_s"]["value"] > 0
-    assert {r["mix"] for r in lines if r["figure"] == "cases_generated_per_s"} == {
-        "valid",
-        "malformed",
-    }
+    (trips,) = [r for r in lines if r["figure"] == "round_trips_per_s"]
+    assert trips["value"] > 0
+    generated = {(r["protocol"], r["mix"]) for r in lines if r["figure"] == "cases_generated_per_s"}
+    protocols = ("0-9-1", "1.0", "0-10")
+    assert generated == {(p, m) for p in protocols for m in ("valid", "malformed")}
     for mix in ("valid", "malformed"):
-        assert figures[f"{mix}_generation_vs_round_trip"]["target"] == 1.0
+        ratios = [r for r in lines if r["figure"] == f"{mix}_generation_vs_round_trip"]
+        assert {r["protocol"] for r in ratios} == set(protocols)
+        assert all(r["target"] == 1.0 and r["value"] > 0 for r in ratios)
 
 
 def test_findings_bench_prints_signatures_over_time() -> None:

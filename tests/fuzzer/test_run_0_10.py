@@ -9,6 +9,7 @@ import json
 import shutil
 import subprocess
 import sys
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
@@ -100,3 +101,38 @@ def test_a_0_10_campaign_on_a_peer_that_speaks_it(tmp_path: Path) -> None:
     (totals,) = [json.loads(p.read_text()) for p in out.glob("run-*.json")]
     assert totals["protocol"] == "0-10"
     assert totals["totals"]["mutation_operators"] == len(operators("0-10"))
+
+
+def test_0_10_fuzz_items_in_the_pytest_plugin(pytester: pytest.Pytester, tmp_path: Path) -> None:
+    """The plugin's 0-10 fuzz items against the scripted peer's sessions mode: a method item
+    and an operator item the peer answers as the XML says pass, an operator item whose case it
+    lets through fails with its signature; serial and under xdist alike."""
+    from peer010 import Script, scripted
+
+    pytester.makeconftest(
+        "from hypothesis import settings\n"
+        "settings.register_profile('tiny', max_examples=4, database=None)\n"
+    )
+    with scripted(Script(sessions=True)) as port:
+        args = [
+            "--amqp-url", f"amqp://guest:guest@127.0.0.1:{port}/", "--amqp-protocol", "0-10",
+            "--amqp-fuzz", "--amqp-seed", "7", "--hypothesis-profile", "tiny",
+            "-p", "no:cacheprovider", "--amqp-profile", "none",
+            "-k", "frame-size-small or packing-flags-lie or (method and execution.sync)",
+        ]  # fmt: skip
+        runs = {}
+        for label, extra in (("serial", []), ("xdist", ["-n", "2"])):
+            xml = tmp_path / f"{label}.xml"
+            pytester.runpytest_subprocess(*args, *extra, f"--junitxml={xml}")
+            runs[label] = {
+                f"{case.get('classname')}::{case.get('name')}": (
+                    "failed" if any(c.tag in ("failure", "error") for c in case) else "passed"
+                )
+                for case in ET.parse(xml).getroot().iter("testcase")
+            }
+    assert runs["serial"] == runs["xdist"]
+    assert runs["serial"] == {
+        "amqpfuzz.fuzz.method::execution.sync": "passed",
+        "amqpfuzz.fuzz.mutation::frame-size-small": "passed",
+        "amqpfuzz.fuzz.mutation::packing-flags-lie": "failed",
+    }
