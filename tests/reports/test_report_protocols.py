@@ -1,4 +1,4 @@
-"""Protocol as a dimension of the nightly report: a night with 0-9-1 and 1.0 records has
+"""Protocol as a dimension of the nightly report: a night with 0-9-1, 1.0, 0-10 and 0-9 records has
 coverage rows for each protocol against its own specification's totals (1.0: performatives and
 the MUST sentences of its messaging part), and its conformance rows say the protocol."""
 
@@ -15,6 +15,8 @@ from amqpfuzz.reports import run
 
 NIGHT = "2026-02-02"
 PROTON = {**RABBIT, "label": "proton", "product": "", "version": "", "protocol": "1.0"}
+QPIDD = {**RABBIT, "label": "qpidd", "product": "qpid-cpp", "version": "1.39", "protocol": "0-10"}
+RABBIT09 = {**RABBIT, "label": "rabbitmq-0-9", "protocol": "0-9"}
 
 
 def test_each_protocol_is_covered_against_its_own_spec(spark: SparkSession, tmp_path: Path) -> None:
@@ -32,6 +34,14 @@ def test_each_protocol_is_covered_against_its_own_spec(spark: SparkSession, tmp_
         case(run_id="r10", worker="m1", ts=at(NIGHT, 6), target=PROTON, kind="scenario",
              spec_ref="delivery-state/released#1", verdict="fail", signature="s", seq=3),
     ])  # fmt: skip
+    write(records, "r010", "m1", [
+        case(run_id="r010", worker="m1", ts=at(NIGHT, 7), target=QPIDD, spec_ref="queue.declare"),
+        case(run_id="r010", worker="m1", ts=at(NIGHT, 8), target=QPIDD, spec_ref="session.gap",
+             mutation="gap-before-attach", seq=1),
+    ])  # fmt: skip
+    write(records, "r09", "m1", [
+        case(run_id="r09", worker="m1", ts=at(NIGHT, 9), target=RABBIT09, spec_ref="file.qos"),
+    ])  # fmt: skip
     out = tmp_path / "out"
     run(spark, [str(records)], str(out), settle=dt.timedelta(0))
     rows = table(spark, out, "coverage").collect()
@@ -43,10 +53,15 @@ def test_each_protocol_is_covered_against_its_own_spec(spark: SparkSession, tmp_
         39 + 94,
     )  # two MUST sentences, of messaging's and transport's
     assert got[("1.0", "mutation_operators")] == (1, None)
+    assert got[("0-10", "methods")] == (2, 84)  # of 25 controls and 59 commands
+    assert got[("0-9", "methods")][0] == 1
     conformance = table(spark, out, "conformance").collect()
     assert {(r.target_label, r.target_protocol) for r in conformance} == {
         ("rabbitmq", "0-9-1"),
         ("proton", "1.0"),
+        ("qpidd", "0-10"),
+        ("rabbitmq-0-9", "0-9"),
     }
     html = (out / "report.html").read_text()
-    assert "AMQP 1.0 methods" in html and "AMQP 0-9-1 methods" in html
+    for protocol in ("1.0", "0-9-1", "0-10", "0-9"):
+        assert f"AMQP {protocol} methods" in html, protocol
