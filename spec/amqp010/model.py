@@ -261,7 +261,7 @@ def _build_index(spec: Spec010) -> _Index:
     )
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class Spec010:
     """The loaded 0-10 specification: look things up by name or by (class code, code)."""
 

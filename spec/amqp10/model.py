@@ -181,7 +181,7 @@ def _lookup(table: Mapping[_K, _V], key: _K, what: str) -> _V:
         raise KeyError(f"no {what} {key!r} in AMQP 1.0") from None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class Spec100:
     """The loaded 1.0 specification: parts, types by name or descriptor, definitions."""
 

@@ -32,6 +32,7 @@ from functools import cached_property
 from typing import Any
 
 from amqpfuzz.spec.amqp010.codec import Codec, Command
+from amqpfuzz.spec.amqp010.codec.types import FieldPlan
 from amqpfuzz.spec.amqp010.model import Spec010
 
 from ..building import Built
@@ -121,6 +122,36 @@ class Context:
         return tuple(
             c.qualified for c in self.spec.commands if any(i.role == "server" for i in c.implements)
         )
+
+    @cached_property
+    def one_segment(self) -> tuple[str, ...]:
+        """The commands a server implements that take no header or body, the answers
+        excepted: what operators break, one segment each."""
+        from .valid import ANSWERS
+
+        return tuple(
+            name
+            for name in self.server_commands
+            if name not in ANSWERS and self.spec.command(name).segments is None
+        )
+
+    def one_segment_with(self, test: Callable[[FieldPlan], bool], key: str) -> tuple[str, ...]:
+        """The :attr:`one_segment` commands with a field for which ``test`` holds (cached under
+        ``key``)."""
+        found = self._with.get(key)
+        if found is None:
+            layout = self.codec.types.layout
+            found = tuple(
+                name
+                for name in self.one_segment
+                if any(test(f) for f in layout(name, "command").fields)
+            )
+            self._with[key] = found
+        return found
+
+    @cached_property
+    def _with(self) -> dict[str, tuple[str, ...]]:
+        return {}
 
     def name(self, src: Source, what: str = "queue") -> str:
         """A name nobody has used: the run's prefix, ``what``, eight random characters."""

@@ -97,7 +97,12 @@ def test_header_attributes(spec: Spec010, root: etree._Element) -> None:
     )
     assert spec.protocol == "0-10"
     assert spec.sources == (str(DEFAULT_PATH),)
-    assert load_0_10(str(DEFAULT_PATH)) == spec
+    again = load_0_10(str(DEFAULT_PATH))  # a spec is itself (hashed by identity): its parts equal
+    assert (again.classes, again.types, again.constants) == (
+        spec.classes,
+        spec.types,
+        spec.constants,
+    )
 
 
 def test_every_field_type_resolves(spec: Spec010) -> None:

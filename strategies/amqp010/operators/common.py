@@ -11,26 +11,16 @@ from amqpfuzz.spec.amqp010.codec.types import FieldPlan, Layout
 from ...building import registrar
 from ...source import Source
 from ..operator import Context, Operator
-from ..valid import ANSWERS
 
-__all__ = ["OPERATORS", "command", "one_segment", "operator", "payload", "segment"]
+__all__ = ["OPERATORS", "command", "operator", "payload", "segment"]
 
 OPERATORS: list[Operator] = []
 operator = registrar(OPERATORS, Operator)
 
 
-def one_segment(ctx: Context) -> tuple[str, ...]:
-    """The commands a server implements that take no header or body: one segment each."""
-    return tuple(
-        name
-        for name in ctx.server_commands
-        if name not in ANSWERS and ctx.spec.command(name).segments is None
-    )
-
-
 def command(src: Source, ctx: Context, names: Sequence[str] | None = None) -> Command:
-    """A valid command (sync set) of ``names``, by default any of :func:`one_segment`."""
-    return ctx.drawn(src.pick(tuple(names or one_segment(ctx))), src)
+    """A valid command (sync set) of ``names``, by default any of ``ctx.one_segment``."""
+    return ctx.drawn(src.pick(tuple(names or ctx.one_segment)), src)
 
 
 def segment(

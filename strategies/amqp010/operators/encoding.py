@@ -15,7 +15,7 @@ from amqpfuzz.spec.amqp010.codec.types import FieldPlan
 
 from ...source import Source
 from ..operator import Built, Context
-from .common import command, one_segment, operator, payload, segment
+from .common import command, operator, payload, segment
 
 __all__: list[str] = []
 
@@ -25,12 +25,21 @@ OUT_OF_DOMAIN = ("illegal-argument",)
 
 
 def _with(ctx: Context, test: Callable[[FieldPlan], bool]) -> tuple[str, ...]:
-    """The one-segment server commands with a field for which ``test(field)`` holds."""
-    return tuple(
-        name
-        for name in one_segment(ctx)
-        if any(test(f) for f in ctx.codec.types.layout(name, "command").fields)
-    )
+    """The one-segment server commands with a field for which ``test(field)`` holds (a named
+    function: its name keys the context's cache)."""
+    return ctx.one_segment_with(test, test.__name__)
+
+
+def _optional(f: FieldPlan) -> bool:
+    return not f.is_bit and not f.required
+
+
+def _required(f: FieldPlan) -> bool:
+    return f.required and not f.is_bit
+
+
+def _enum(f: FieldPlan) -> bool:
+    return bool(f.choices)
 
 
 @operator(
@@ -81,7 +90,7 @@ def command_code_unknown(src: Source, ctx: Context) -> Built:
     "encoding",
 )
 def packing_flags_lie(src: Source, ctx: Context) -> Built:
-    names = _with(ctx, lambda f: not f.is_bit and not f.required)
+    names = _with(ctx, _optional)
     item = command(src, ctx, names)
     layout = ctx.codec.types.layout(item.name, "command")
     absent = [f for f in layout.fields if not f.is_bit and item[f.name] is None]
@@ -175,7 +184,7 @@ def sequence_set_inverted(src: Source, ctx: Context) -> Built:
     "encoding",
 )
 def enum_out_of_range(src: Source, ctx: Context) -> Built:
-    item = command(src, ctx, _with(ctx, lambda f: bool(f.choices)))
+    item = command(src, ctx, _with(ctx, _enum))
     layout = ctx.codec.types.layout(item.name, "command")
     victim = src.pick(tuple(f for f in layout.fields if f.choices))
     assert victim.type is not None
@@ -203,7 +212,7 @@ def enum_out_of_range(src: Source, ctx: Context) -> Built:
     "encoding",
 )
 def required_field_missing(src: Source, ctx: Context) -> Built:
-    item = command(src, ctx, _with(ctx, lambda f: f.required and not f.is_bit))
+    item = command(src, ctx, _with(ctx, _required))
     layout = ctx.codec.types.layout(item.name, "command")
     victim = src.pick(tuple(f for f in layout.fields if f.required and not f.is_bit))
     parts = [(f, b) for f, b in payload(ctx, item) if f.name != victim.name]
