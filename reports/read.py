@@ -2,8 +2,9 @@
 
 Everything goes through Spark (the listing too), so the same code reads a local directory, HDFS
 or object storage. The listing comes back to the driver, which decides what to read: finished
-``records-*.jsonl`` files always; ``*.jsonl.part`` files once they have not changed for the
-settle time (older ones are abandoned runs whose records still count).
+``records-*.jsonl`` files always, and the part files a Spark campaign's job committed under
+``output=records``; ``*.jsonl.part`` files once they have not changed for the settle time
+(older ones are abandoned runs whose records still count).
 
 The lines are read in three passes, each parsing a line once with the explicit schema (Spark's
 JSON reader parses only the fields a pass uses):
@@ -52,8 +53,10 @@ __all__ = [
     "list_inputs",
 ]
 
-# What a fuzzer leaves in its directory: finished files, files being written, run totals.
-INPUT_GLOB = "{records-*.jsonl,records-*.jsonl.part,run-*.json}"
+# What a fuzzer leaves in its directory: finished files, files being written, run totals; and
+# what a Spark campaign's job committed (its records' part files under `output=records`).
+INPUT_GLOB = "{records-*.jsonl,records-*.jsonl.part,run-*.json,part-*.txt}"
+SPARK_RECORDS = "/output=records/"
 SETTLE = dt.timedelta(minutes=10)
 CORRUPT = "_corrupt_line"
 RECORD_ID = r'"record_id"\s*:\s*"([^"\\]*)"'
@@ -188,6 +191,7 @@ def list_inputs(
     files = [
         InputFile(r.path, r.length, r.modified, _state(r.path, r.modified, settled_before))
         for r in rows
+        if not r.path.rsplit("/", 1)[-1].startswith("part-") or SPARK_RECORDS in r.path
     ]
     return sorted(files, key=lambda f: f.path)
 

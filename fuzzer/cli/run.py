@@ -66,7 +66,13 @@ def _positive(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
 
 @click.command("run")
 @click.option("--url", "urls", multiple=True, help="Broker URL (repeat for differential runs).")
-@click.option("--broker", "kind", type=click.Choice(list(BROKERS)), help="Fuzz a throwaway broker.")
+@click.option(
+    "--broker",
+    "kinds",
+    type=click.Choice(list(BROKERS)),
+    multiple=True,
+    help="Fuzz a throwaway broker (repeat with --spark: a broker per shard).",
+)
 @click.option(
     "--duration",
     type=float,
@@ -119,6 +125,20 @@ def _positive(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
 )
 @target_options
 @click.option("--no-shrink", is_flag=True, help="Keep failures as found.")
+@click.option(
+    "--spark",
+    "master",
+    metavar="MASTER",
+    help="Run as a Spark job on MASTER (local[N], spark://..., yarn, sc://...): a campaign per "
+    "shard, on the executors.",
+)
+@click.option(
+    "--shards",
+    type=click.IntRange(1, 10_000),
+    default=1,
+    show_default=True,
+    help="With --spark: shards (seeds) per --url and per --broker.",
+)
 def run_command(**options: Any) -> None:
     """Fuzz brokers: valid and malformed cases, judged by the specification."""
     sys.exit(_run(**options))
@@ -126,7 +146,7 @@ def run_command(**options: Any) -> None:
 
 def _run(
     urls: tuple[str, ...],
-    kind: str | None,
+    kinds: tuple[str, ...],
     duration: float,
     max_examples: int | None,
     seed: int | None,
@@ -142,13 +162,23 @@ def _run(
     ca_file: str | None,
     insecure: bool,
     no_shrink: bool,
+    master: str | None,
+    shards: int,
 ) -> int:
     console = Console(stderr=False)
-    if urls and kind:
-        raise BadInput("give --url or --broker, not both")
+    if master is None and urls and kinds:
+        raise BadInput("give --url or --broker, not both (both together with --spark)")
+    if master is None and len(kinds) > 1:
+        raise BadInput("one --broker at a time (several with --spark)")
+    if master is None and shards != 1:
+        raise BadInput("--shards splits a Spark campaign: give --spark MASTER")
+    if master is not None and campaign_kind != "fuzz":
+        raise BadInput("--spark runs fuzz campaigns (--kind fuzz)")
+    kind = kinds[0] if kinds else None
     driver_for(protocol)  # a protocol amqpfuzz cannot drive is bad input, said now
-    if (why := refuses(kind or "rabbitmq", protocol)) and not urls:
-        raise BadInput(why)
+    for each in kinds or (() if urls else ("rabbitmq",)):
+        if why := refuses(each, protocol):
+            raise BadInput(why)
     if profile:
         find_profile(profile, protocol=protocol)  # a bad name or file: bad input, said now
     seed = seed if seed is not None else secrets.randbelow(2**32)
@@ -173,6 +203,17 @@ def _run(
         protocol=protocol,
         shrink=not no_shrink,
     )
+    if master is not None:
+        from .spark import run_spark
+
+        if urls:
+            preflight(
+                url_targets(urls, allow_remote, ca_file, insecure), protocol, timeout, profile
+            )
+        return run_spark(
+            master, run_id, fuzz, urls=urls, brokers=kinds or (() if urls else ("rabbitmq",)),
+            shards=shards, out=out, profile=profile, allow_remote=allow_remote, console=console,
+        )  # fmt: skip
     programs = ProgramSettings(
         duration=duration / share,
         max_programs=max_examples // 20 if max_examples else None,

@@ -1,0 +1,111 @@
+"""``amqpfuzz run --spark MASTER``: the campaign split into shards, run as a Spark job.
+
+Each ``--url`` and each ``--broker`` (a throwaway broker the shard starts on its executor) is
+fuzzed by ``--shards`` shards, each with its own seed and the whole ``--duration``. The driver
+shows the shards done, cases, failures and distinct signatures as shards finish, writes the
+run's totals beside the output, and prints the summary; a shard that could not run is one line.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import sys
+from typing import Any
+
+from rich.console import Console
+
+from ..cluster import SparkRun, plan, run_on_spark
+from ..cluster.job import SparkProgress
+from ..engine.campaign import CampaignSettings
+from ..records import write_totals
+from .console import BadInput, summary_table
+
+__all__ = ["run_spark"]
+
+
+def run_spark(
+    master: str,
+    run_id: str,
+    settings: CampaignSettings,
+    *,
+    urls: tuple[str, ...],
+    brokers: tuple[str, ...],
+    shards: int,
+    out: str,
+    profile: str | None,
+    allow_remote: bool,
+    console: Console,
+) -> int:
+    """Run the shards on ``master``; the exit status (1: failures found)."""
+    from amqpfuzz.reports.session import SessionError, local_session, remote_session
+
+    work = plan(
+        run_id, settings, urls=urls, brokers=brokers, shards=shards, profile=profile,
+        allow_remote=allow_remote,
+    )  # fmt: skip
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # executors run this interpreter
+    try:
+        if master.startswith("sc://"):
+            spark = remote_session(master, app_name=f"amqpfuzz-run-{run_id}")
+        else:
+            spark = local_session(master, app_name=f"amqpfuzz-run-{run_id}")
+    except SessionError as exc:
+        raise BadInput(str(exc)) from None
+    console.print(
+        f"amqpfuzz run {run_id} on Spark ({master}): {len(work)} shard(s), seeds "
+        f"{settings.seed}..{settings.seed + len(work) - 1}: "
+        + ", ".join(sorted({s.where for s in work})),
+        highlight=False,
+    )
+
+    def show(now: SparkProgress) -> None:
+        console.print(
+            f"shards {now.done}/{now.shards} done: {now.cases} cases, {now.failures} "
+            f"failures, {now.signatures} signatures",
+            highlight=False,
+        )
+
+    try:
+        result = run_on_spark(spark, work, out, progress=show)
+    finally:
+        spark.stop()
+    local = result.output.rsplit("/spark-", 1)[0]
+    if "://" not in local or local.startswith("file:"):
+        write_totals(local.removeprefix("file:"), run_id, settings.protocol)
+    return _summary(result, console, settings.seed)
+
+
+def _summary(result: SparkRun, console: Console, seed: int) -> int:
+    rows: dict[str, dict[str, Any]] = {}
+    signatures: dict[str, tuple[int, str, float]] = {}
+    down = []
+    for shard in result.summaries:
+        for target in shard["targets"]:
+            row = rows.setdefault(
+                target["label"],
+                {"target": target["label"], "cases": 0, "programs": 0, "rate": 0.0,
+                 "failures": 0, "xfails": 0, "divergences": 0, "restarts": 0},
+            )  # fmt: skip
+            row["cases"] += target["cases"]
+            row["rate"] += target["cases"] / max(target["elapsed"], 1e-9)
+            row["failures"] += target["failures"]
+            row["xfails"] += target["xfails"]
+            for signature, count in target["signatures"].items():
+                seen, path, first = signatures.get(signature, (0, "", math.inf))
+                name = target["reproducers"].get(signature, "")
+                found = path or (f"{result.output.rsplit('/spark-', 1)[0]}/reproducers/{name}")
+                when = min(first, target["first_seen"].get(signature, math.inf))
+                signatures[signature] = (seen + count, found if name or path else "", when)
+            if target["broker_down"]:
+                down.append(target["broker_down"])
+    for table in summary_table(list(rows.values()), signatures):
+        console.print(table)
+    for message in down:
+        console.print(f"broker down: {message}", highlight=False)
+    for error in result.errors:
+        console.print(f"amqpfuzz: error: {error}", highlight=False, markup=False)
+    console.print(f"seed {seed}; records in {result.output}", highlight=False)
+    if result.errors and not result.summaries:
+        raise BadInput(result.errors[0])
+    return 1 if signatures or down or result.errors else 0

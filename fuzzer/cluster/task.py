@@ -1,0 +1,118 @@
+"""One shard on an executor: the unchanged engine, its records and reproducers handed back as
+rows.
+
+The task starts its throwaway broker on its executor's machine (or parses its URL), runs the
+campaign with a record writer in a directory of its own, and then yields its output as rows of
+``(output, name, line)``: ``records`` (a record, its reproducer's path made the final one under
+the output path), ``reproducers`` (a reproducer file's name and content as one JSON line) and
+``summaries``
+(what the shard came to). Nothing is written to the output path here: Spark writes the rows, so
+that the output of a task attempt that died is never committed, and a retried shard's records
+are there once.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import socket
+import tempfile
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+from ..brokers import Target, parse_target, throwaway
+from ..engine.campaign import Campaign, TargetRun
+from ..engine.events import Emitter, RunFinished, TargetSummary
+from ..records import RecordHandler, RecordWriter
+from .shards import Shard
+
+__all__ = ["Row", "run_shard"]
+
+Row = tuple[str, str, str]  # (output, name, one line of text)
+
+
+def run_shard(shard: Shard, out: str, tick: Callable[[Any], None] | None = None) -> Iterator[Row]:
+    """Run ``shard``; its records (reproducers under ``out``/reproducers), reproducers and
+    summary as rows. ``tick`` gets the engine's events as they come (the task's progress)."""
+    with (
+        tempfile.TemporaryDirectory(prefix="amqpfuzz-shard-") as scratch,
+        contextlib.ExitStack() as stack,
+    ):
+        if shard.broker is not None:
+            broker = stack.enter_context(throwaway(shard.broker))
+            target: Target = parse_target(broker.url, label=f"throwaway {broker.kind}")
+        else:
+            broker = None
+            target = parse_target(str(shard.url), allow_remote=shard.allow_remote)
+        worker = f"{socket.gethostname()}-{os.getpid()}-s{shard.index}"
+        writer = RecordWriter(Path(scratch), shard.run_id, worker)
+        finished: list[RunFinished] = []
+
+        def keep(event: Any) -> None:
+            if isinstance(event, RunFinished):
+                finished.append(event)
+            if tick is not None:
+                tick(event)
+
+        emit = Emitter(RecordHandler(writer), keep)
+        run = TargetRun(target, broker=broker, profile_name=shard.profile)
+        campaign = Campaign(
+            [run], shard.settings, out=Path(scratch), run_id=shard.run_id, prefix=shard.prefix,
+            emit=emit,
+        )  # fmt: skip
+        try:
+            campaign.start()
+            campaign.run()
+        except BaseException:
+            campaign.finish()
+            raise
+        finally:
+            records = writer.close()
+        yield from _records(records, Path(scratch) / "reproducers", out)
+        yield from _reproducers(Path(scratch) / "reproducers")
+        yield _summary(shard, finished)
+
+
+def _records(path: Path, scratch: Path, out: str) -> Iterator[Row]:
+    final = f"{out.rstrip('/')}/reproducers"
+    with path.open(encoding="utf-8") as lines:
+        for line in lines:
+            record = json.loads(line)
+            found = record.get("reproducer")
+            if isinstance(found, str) and found.startswith(str(scratch)):
+                record["reproducer"] = f"{final}/{Path(found).name}"
+            yield "records", str(record["record_id"]), json.dumps(record, separators=(",", ":"))
+
+
+def _reproducers(directory: Path) -> Iterator[Row]:
+    for path in sorted(directory.glob("*.json")) if directory.is_dir() else []:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        line = json.dumps({"name": path.name, "content": data}, separators=(",", ":"))
+        yield "reproducers", path.name, line
+
+
+def _summary(shard: Shard, finished: list[RunFinished]) -> Row:
+    targets = [t for run in finished for t in run.targets]
+    summary: dict[str, Any] = {
+        "shard": shard.index,
+        "where": shard.where,
+        "seed": shard.settings.seed,
+        "targets": [_target(t) for t in targets],
+    }
+    return "summaries", f"shard-{shard.index}", json.dumps(summary)
+
+
+def _target(t: TargetSummary) -> dict[str, Any]:
+    return {
+        "label": t.label,
+        "cases": t.cases,
+        "failures": t.failures,
+        "xfails": t.xfails,
+        "elapsed": t.elapsed,
+        "signatures": dict(t.signatures),
+        "reproducers": {s: Path(p).name for s, p in t.reproducers.items()},
+        "broker_down": t.broker_down,
+        "first_seen": dict(t.first_seen),
+    }

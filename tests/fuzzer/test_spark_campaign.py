@@ -1,0 +1,151 @@
+"""Campaigns on Spark (local mode, real throwaway brokers): shards run as tasks, their records
+and reproducers written by Spark's committer where the nightly report reads them; a task killed
+mid-shard is retried and its records are there once; a shard that cannot reach its broker is
+one line, and the others finish."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from amqpfuzz.fuzzer.brokers import free_port
+from amqpfuzz.fuzzer.cluster import plan, run_on_spark
+from amqpfuzz.fuzzer.engine.campaign import CampaignSettings
+from amqpfuzz.fuzzer.records import load_reproducer
+from amqpfuzz.reports.session import local_session
+
+pytestmark = pytest.mark.slow
+AMQPFUZZ = shutil.which("amqpfuzz", path=str(Path(sys.executable).parent)) or "amqpfuzz"
+
+
+def records_of(out: Path) -> list[dict[str, Any]]:
+    return [
+        json.loads(line)
+        for part in sorted(out.glob("spark-*/output=records/part-*.txt"))
+        for line in part.read_text().splitlines()
+    ]
+
+
+def shard_of(record: dict[str, Any]) -> str:
+    return str(record["worker"]).rsplit("-", 1)[-1]  # host-pid-s<index>
+
+
+def test_a_spark_campaign_writes_each_record_once_where_the_report_reads_it(
+    tmp_path: Path,
+) -> None:
+    out, report = tmp_path / "out", tmp_path / "report"
+    done = subprocess.run(
+        [AMQPFUZZ, "run", "--spark", "local[2]", "--broker", "rabbitmq", "--shards", "2",
+         "--duration", "4", "--seed", "11", "--out", str(out)],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode in (0, 1), done.stdout + done.stderr
+    assert "Traceback" not in done.stderr
+    assert "shards 2/2 done: " in done.stdout
+    records = records_of(out)
+    assert records and len({r["record_id"] for r in records}) == len(records)
+    assert {shard_of(r) for r in records} == {"s0", "s1"}
+    assert {r["seed"] for r in records} == {"11", "12"}  # a seed per shard
+    assert len({r["run_id"] for r in records}) == 1
+    for record in records:
+        if record.get("reproducer"):
+            assert load_reproducer(record["reproducer"])["kind"]  # put in place by the driver
+    (totals,) = out.glob("run-*.json")
+    assert json.loads(totals.read_text())["protocol"] == "0-9-1"
+    reported = subprocess.run(
+        [AMQPFUZZ, "report", "--in", str(out), "--out", str(report)],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert reported.returncode == 0, reported.stdout + reported.stderr
+    assert f"processed {len(records):,} records" in reported.stdout
+
+
+@pytest.fixture
+def spark_retrying(tmp_path: Path) -> Iterator[Any]:
+    """A local session whose tasks are tried twice (``local[2,2]``)."""
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    session = local_session("local[2,2]", {"spark.driver.memory": "1g"}, app_name="t-spark",
+                            log=tmp_path / "spark.log")  # fmt: skip
+    yield session
+    session.stop()
+
+
+def _shard_workers() -> set[int]:
+    """The PySpark worker processes running a shard: those with a child that is not Python
+    (the shard's throwaway broker; the PySpark daemon's children are Python workers)."""
+    found = set()
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            if "python" in (entry / "comm").read_text():
+                continue
+            parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            command = (Path("/proc") / str(parent) / "cmdline").read_bytes()
+        except (OSError, ValueError, IndexError):
+            continue  # it ended while we looked
+        if b"pyspark.daemon" in command:  # a Python worker, forked from the daemon
+            found.add(parent)
+    return found
+
+
+def test_a_task_killed_mid_shard_is_retried_and_its_records_are_there_once(
+    spark_retrying: Any, tmp_path: Path
+) -> None:
+    settings = CampaignSettings(duration=6.0, seed=3, valid_share=1.0, shrink=False)
+    shards = plan("killed000001", settings, brokers=("rabbitmq", "rabbitmq"))
+    killed: list[int] = []
+
+    def kill_one() -> None:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and not killed:
+            workers = _shard_workers()
+            if workers:
+                time.sleep(6.0)  # mid-shard: its broker up, its campaign running
+                worker = sorted(workers)[0]
+                os.kill(worker, signal.SIGKILL)
+                killed.append(worker)
+            time.sleep(0.2)
+
+    killer = threading.Thread(target=kill_one, daemon=True)
+    killer.start()
+    result = run_on_spark(spark_retrying, shards, str(tmp_path / "out"))
+    killer.join(5)
+    assert killed, "no task's process was killed"
+    assert result.errors == []
+    records = records_of(tmp_path / "out")
+    assert len({r["record_id"] for r in records}) == len(records)
+    workers = {(shard_of(r), r["worker"]) for r in records}
+    assert sorted(s for s, _ in workers) == ["s0", "s1"]  # one attempt's records per shard
+    assert all(f"-{killed[0]}-" not in w for _, w in workers)  # none of the killed attempt's
+    cases = Counter(shard_of(r) for r in records)
+    for summary in result.summaries:
+        (target,) = summary["targets"]
+        assert cases[f"s{summary['shard']}"] == target["cases"]  # every case judged, once
+
+
+def test_a_shard_that_cannot_reach_its_broker_is_one_line_and_the_others_finish(
+    spark_retrying: Any, tmp_path: Path
+) -> None:
+    settings = CampaignSettings(duration=2.0, seed=5, valid_share=1.0, shrink=False)
+    nobody = f"amqp://guest:guest@127.0.0.1:{free_port()}/"
+    shards = plan("unreached001", settings, urls=(nobody,), brokers=("garagemq",))
+    result = run_on_spark(spark_retrying, shards, str(tmp_path / "out"))
+    (error,) = result.errors
+    assert error.startswith("shard 0 (amqp://guest@127.0.0.1:") and "\n" not in error
+    assert "guest:guest" not in error
+    (summary,) = result.summaries
+    assert summary["shard"] == 1 and summary["targets"][0]["cases"] > 0
+    assert {shard_of(r) for r in records_of(tmp_path / "out")} == {"s1"}
