@@ -64,3 +64,11 @@ def test_findings_bench_prints_signatures_over_time() -> None:
     assert all(r["bench"] == "findings" and r["broker"] == "garagemq" for r in lines)
     assert lines[-1]["signatures"] >= lines[0]["signatures"] >= 1  # GarageMQ fails at once
     assert all(r["crashes"] <= r["signatures"] for r in lines)
+
+
+def test_spark_campaign_bench_prints_both_rates_and_their_ratio() -> None:
+    lines = quick_run("spark_campaign", timeout=600)
+    rates = {r["impl"]: r["value"] for r in lines if r["figure"] == "cases_per_s"}
+    assert set(rates) == {"plain", "spark"} and all(v > 0 for v in rates.values())
+    (ratio,) = [r for r in lines if r["figure"] == "spark_vs_plain"]
+    assert ratio["target"] == 0.8 and ratio["value"] > 0

@@ -16,7 +16,7 @@ from typing import Any
 from rich.console import Console
 
 from ..cluster import SparkRun, plan, run_on_spark
-from ..cluster.job import SparkProgress
+from ..cluster.job import SUBMITTED, SparkProgress
 from ..engine.campaign import CampaignSettings
 from ..records import write_totals
 from .console import BadInput, summary_table
@@ -38,16 +38,23 @@ def run_spark(
     console: Console,
 ) -> int:
     """Run the shards on ``master``; the exit status (1: failures found)."""
-    from amqpfuzz.reports.session import SessionError, local_session, remote_session
+    from amqpfuzz.reports.session import SessionError, local_session
 
     work = plan(
         run_id, settings, urls=urls, brokers=brokers, shards=shards, profile=profile,
         allow_remote=allow_remote,
     )  # fmt: skip
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # executors run this interpreter
+    if master.startswith("sc://"):
+        raise BadInput(
+            f"--spark {master}: Spark Connect cannot run amqpfuzz's campaign tasks (they need "
+            "the RDD API); give a master URL, or run under spark-submit"
+        )
     try:
-        if master.startswith("sc://"):
-            spark = remote_session(master, app_name=f"amqpfuzz-run-{run_id}")
+        if master == SUBMITTED:
+            from pyspark.sql import SparkSession
+
+            spark = SparkSession.builder.appName(f"amqpfuzz-run-{run_id}").getOrCreate()
         else:
             spark = local_session(master, app_name=f"amqpfuzz-run-{run_id}")
     except SessionError as exc:

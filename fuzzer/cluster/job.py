@@ -31,7 +31,9 @@ from amqpfuzz.spec import AmqpfuzzError
 from .shards import Shard
 from .task import Row, run_shard
 
-__all__ = ["SparkProgress", "SparkRun", "run_on_spark"]
+__all__ = ["SUBMITTED", "SparkProgress", "SparkRun", "run_on_spark"]
+
+SUBMITTED = "submitted"  # --spark's value under spark-submit: the session it made
 
 SCHEMA = StructType(
     [StructField("output", StringType()), StructField("name", StringType()),

@@ -149,3 +149,44 @@ def test_a_shard_that_cannot_reach_its_broker_is_one_line_and_the_others_finish(
     (summary,) = result.summaries
     assert summary["shard"] == 1 and summary["targets"][0]["cases"] > 0
     assert {shard_of(r) for r in records_of(tmp_path / "out")} == {"s1"}
+
+
+def test_the_same_campaign_under_spark_submit(tmp_path: Path) -> None:
+    """``spark-submit`` with the submit script and ``amqpfuzz run``'s options: the session is
+    spark-submit's; the records and totals land as with ``--spark``."""
+    import amqpfuzz.fuzzer.cluster.submit as submit
+
+    out = tmp_path / "out"
+    python = sys.executable
+    done = subprocess.run(
+        [str(Path(python).parent / "spark-submit"), "--master", "local[2]", submit.__file__,
+         "--broker", "rabbitmq", "--duration", "3", "--seed", "2", "--out", str(out)],
+        capture_output=True, text=True, timeout=300,
+        env={**os.environ, "PYSPARK_PYTHON": python, "PYSPARK_DRIVER_PYTHON": python},
+    )  # fmt: skip
+    assert done.returncode in (0, 1), done.stdout + done.stderr[-3000:]
+    assert "shards 1/1 done: " in done.stdout
+    records = records_of(out)
+    assert records and {shard_of(r) for r in records} == {"s0"}
+    assert list(out.glob("run-*.json"))
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["--spark", "sc://localhost:15002", "--broker", "rabbitmq"],
+         "Spark Connect cannot run amqpfuzz's campaign tasks"),
+        (["--shards", "2", "--broker", "rabbitmq"], "--shards splits a Spark campaign"),
+        (["--broker", "rabbitmq", "--broker", "garagemq"], "one --broker at a time"),
+        (["--spark", "local[2]", "--kind", "stateful"], "--spark runs fuzz campaigns"),
+    ],
+)  # fmt: skip
+def test_what_a_spark_run_refuses_is_one_line(args: list[str], says: str, tmp_path: Path) -> None:
+    done = subprocess.run(
+        [AMQPFUZZ, "run", *args, "--out", str(tmp_path)], capture_output=True, text=True,
+        timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 2, done.stdout + done.stderr
+    (line,) = done.stderr.strip().splitlines()
+    assert line.startswith("amqpfuzz: error: ") and says in line
+    assert not list(tmp_path.iterdir())
