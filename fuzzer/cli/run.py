@@ -39,7 +39,7 @@ from ..records import write_totals
 from .console import BadInput, Progress, summary_table, target_options, url_targets
 from .workers import WorkerJob, supervise
 
-__all__ = ["preflight", "run_command"]
+__all__ = ["preflight", "run_command", "summarize"]
 
 
 def preflight(
@@ -257,7 +257,7 @@ def _run(
         with Progress(console) as progress:
             watch = _Watch(progress)
             finished, errors, interrupted = supervise(jobs, own, watch)
-    return _summarize(finished, errors, interrupted, console, seed)
+    return summarize(finished, errors, interrupted, console, seed)
 
 
 class _Watch:
@@ -286,13 +286,15 @@ class _Watch:
             self.counts[index] = (*self.counts.get(index, (0, 0, 0, 0))[:3], 0)
 
 
-def _summarize(
+def summarize(
     finished: list[RunFinished],
     errors: list[str],
     interrupted: bool,
     console: Console,
     seed: int,
+    where: str = "records in the --out directory",
 ) -> int:
+    """The end-of-run tables from the runs' summaries; the exit status."""
     rows: dict[str, dict[str, Any]] = {}
     signatures: dict[str, tuple[int, str, float]] = {}
     down: list[str] = []
@@ -331,7 +333,7 @@ def _summarize(
         console.print(table)
     for message in down:
         console.print(f"broker down: {message}", highlight=False)
-    console.print(f"seed {seed}; records in the --out directory", highlight=False)
+    console.print(f"seed {seed}; {where}", highlight=False)
     if errors:
         raise BadInput(errors[0])
     if interrupted:

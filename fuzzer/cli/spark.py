@@ -8,7 +8,6 @@ run's totals beside the output, and prints the summary; a shard that could not r
 
 from __future__ import annotations
 
-import math
 import os
 import sys
 from typing import Any
@@ -18,8 +17,9 @@ from rich.console import Console
 from ..cluster import SparkRun, plan, run_on_spark
 from ..cluster.job import SUBMITTED, SparkProgress
 from ..engine.campaign import CampaignSettings
+from ..engine.events import RunFinished, TargetSummary
 from ..records import write_totals
-from .console import BadInput, summary_table
+from .console import BadInput
 
 __all__ = ["run_spark"]
 
@@ -84,35 +84,32 @@ def run_spark(
 
 
 def _summary(result: SparkRun, console: Console, seed: int) -> int:
-    rows: dict[str, dict[str, Any]] = {}
-    signatures: dict[str, tuple[int, str, float]] = {}
-    down = []
-    for shard in result.summaries:
-        for target in shard["targets"]:
-            row = rows.setdefault(
-                target["label"],
-                {"target": target["label"], "cases": 0, "programs": 0, "rate": 0.0,
-                 "failures": 0, "xfails": 0, "divergences": 0, "restarts": 0},
-            )  # fmt: skip
-            row["cases"] += target["cases"]
-            row["rate"] += target["cases"] / max(target["elapsed"], 1e-9)
-            row["failures"] += target["failures"]
-            row["xfails"] += target["xfails"]
-            for signature, count in target["signatures"].items():
-                seen, path, first = signatures.get(signature, (0, "", math.inf))
-                name = target["reproducers"].get(signature, "")
-                found = path or (f"{result.output.rsplit('/spark-', 1)[0]}/reproducers/{name}")
-                when = min(first, target["first_seen"].get(signature, math.inf))
-                signatures[signature] = (seen + count, found if name or path else "", when)
-            if target["broker_down"]:
-                down.append(target["broker_down"])
-    for table in summary_table(list(rows.values()), signatures):
-        console.print(table)
-    for message in down:
-        console.print(f"broker down: {message}", highlight=False)
+    """The plain run's summary, from the shards' summaries; a shard's error, one line each."""
+    from .run import summarize
+
+    base = result.output.rsplit("/spark-", 1)[0]
+    finished = [
+        RunFinished(result.output, "fuzz", tuple(_target(t, base) for t in shard["targets"]))
+        for shard in result.summaries
+    ]
     for error in result.errors:
         console.print(f"amqpfuzz: error: {error}", highlight=False, markup=False)
-    console.print(f"seed {seed}; records in {result.output}", highlight=False)
-    if result.errors and not result.summaries:
+    if result.errors and not finished:
         raise BadInput(result.errors[0])
-    return 1 if signatures or down or result.errors else 0
+    status = summarize(finished, [], False, console, seed, f"records in {result.output}")
+    return max(status, 1 if result.errors else 0)
+
+
+def _target(found: dict[str, Any], base: str) -> TargetSummary:
+    reproducers = {s: f"{base}/reproducers/{name}" for s, name in found["reproducers"].items()}
+    return TargetSummary(
+        label=found["label"],
+        cases=found["cases"],
+        failures=found["failures"],
+        xfails=found["xfails"],
+        elapsed=found["elapsed"],
+        signatures=found["signatures"],
+        reproducers=reproducers,
+        broker_down=found["broker_down"],
+        first_seen=found["first_seen"],
+    )

@@ -82,9 +82,25 @@ def spark_retrying(tmp_path: Path) -> Iterator[Any]:
     session.stop()
 
 
+def _parent(pid: int) -> int:
+    return int((Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()[1])
+
+
+def _ours(pid: int) -> bool:
+    """Whether this process started ``pid`` (through Spark's JVM and its Python daemon): other
+    Spark jobs on the machine (another test's, a benchmark's) are not touched."""
+    for _ in range(8):
+        pid = _parent(pid)
+        if pid == os.getpid():
+            return True
+        if pid <= 1:
+            return False
+    return False
+
+
 def _shard_workers() -> set[int]:
-    """The PySpark worker processes running a shard: those with a child that is not Python
-    (the shard's throwaway broker; the PySpark daemon's children are Python workers)."""
+    """This session's PySpark worker processes running a shard: those with a child that is not
+    Python (the shard's throwaway broker; the PySpark daemon's children are Python workers)."""
     found = set()
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
@@ -92,12 +108,13 @@ def _shard_workers() -> set[int]:
         try:
             if "python" in (entry / "comm").read_text():
                 continue
-            parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            parent = _parent(int(entry.name))
             command = (Path("/proc") / str(parent) / "cmdline").read_bytes()
+            # a Python worker, forked from the daemon, of this session
+            if b"pyspark.daemon" in command and _ours(parent):
+                found.add(parent)
         except (OSError, ValueError, IndexError):
             continue  # it ended while we looked
-        if b"pyspark.daemon" in command:  # a Python worker, forked from the daemon
-            found.add(parent)
     return found
 
 
