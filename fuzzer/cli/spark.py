@@ -56,7 +56,10 @@ def run_spark(
 
             spark = SparkSession.builder.appName(f"amqpfuzz-run-{run_id}").getOrCreate()
         else:
-            spark = local_session(master, app_name=f"amqpfuzz-run-{run_id}")
+            # the driver plans shards and reads summaries: the records never pass through it
+            spark = local_session(
+                master, {"spark.driver.memory": "1g"}, app_name=f"amqpfuzz-run-{run_id}"
+            )
     except SessionError as exc:
         raise BadInput(str(exc)) from None
     console.print(
