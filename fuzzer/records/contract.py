@@ -170,7 +170,9 @@ def write_totals(directory: Path | str, run_id: str, protocol: str = DEFAULT_PRO
     totals = {**_spec_totals(protocol), "mutation_operators": len(operators(protocol))}
     path = Path(directory) / f"run-{run_id}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
-    part = path.with_name(path.name + ".part")
+    # a part file of this writer's own: several (pytest-xdist's workers of one run) may write
+    # the same totals at once, and each move is atomic
+    part = path.with_name(f"{path.name}.{uuid.uuid4().hex[:12]}.part")
     part.write_text(json.dumps({"run_id": run_id, "protocol": protocol, "totals": totals}) + "\n")
     os.replace(part, path)
     return path

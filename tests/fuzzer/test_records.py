@@ -4,7 +4,9 @@ a kill (at most the last line lost)."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -94,3 +96,28 @@ def _kwargs() -> dict[str, object]:
         "duration_s",
     )
     return {k: item[k] for k in keep}
+
+
+def test_writers_of_one_run_write_its_totals_at_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """pytest-xdist's workers of one plugin run write the same run's totals: another writer
+    coming between this one's write and its move does not make either fail."""
+    from amqpfuzz.fuzzer.records import contract, write_totals
+
+    moves: list[str] = []
+    real = os.replace
+
+    def replace(source: Any, destination: Any) -> None:
+        if not moves:  # the other writer, just now
+            moves.append("other")
+            write_totals(tmp_path, "samerun00001", "0-9-1")
+        moves.append(str(source))
+        real(source, destination)
+
+    monkeypatch.setattr(contract.os, "replace", replace)
+    write_totals(tmp_path, "samerun00001", "0-9-1")
+    assert len(moves) == 3 and moves[1] != moves[2]  # two part files, each moved
+    (totals,) = tmp_path.glob("run-*.json")
+    assert json.loads(totals.read_text())["run_id"] == "samerun00001"
+    assert not list(tmp_path.glob("*.part"))
