@@ -153,17 +153,30 @@ def _rows(shard: Shard, out: str) -> list[Row]:
         return [("errors", f"shard-{shard.index}", f"shard {shard.index} ({shard.where}): {why}")]
 
 
+def _written(spark: SparkSession, target: str, local: Path | None) -> list[tuple[str, str]]:
+    """The committed rows but the records, as (output, line): read straight from the files
+    when they are on this machine (a Spark job to read a few lines costs seconds)."""
+    if local is None:
+        written = spark.read.text(target)  # with the partition column `output`
+        return [(r.output, r.value) for r in written.where("output != 'records'").collect()]
+    found = []
+    for part in sorted(Path(target).glob("output=*/part-*")):
+        output = part.parent.name.split("=", 1)[1]
+        if output != "records":
+            found += [(output, line) for line in part.read_text(encoding="utf-8").splitlines()]
+    return found
+
+
 def _collect(spark: SparkSession, target: str, local: Path | None) -> SparkRun:
     """The committed output: summaries and errors for the driver; reproducers put in place."""
     result = SparkRun(target)
-    written = spark.read.text(target)  # with the partition column `output`
-    for row in written.where("output != 'records'").collect():
-        if row.output == "summaries":
-            result.summaries.append(json.loads(row.value))
-        elif row.output == "errors":
-            result.errors.append(row.value)
-        elif row.output == "reproducers" and local is not None:
-            data = json.loads(row.value)
+    for output, line in _written(spark, target, local):
+        if output == "summaries":
+            result.summaries.append(json.loads(line))
+        elif output == "errors":
+            result.errors.append(line)
+        elif output == "reproducers" and local is not None:
+            data = json.loads(line)
             path = local / "reproducers" / Path(str(data["name"])).name
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(json.dumps(data["content"], indent=2) + "\n", encoding="utf-8")
