@@ -111,3 +111,47 @@ def test_a_broker_that_forgets_a_dead_consumers_deliveries_is_caught(garagemq: B
     finally:
         program.close()
     assert broken.value.invariant == "redelivered flag", broken.value
+
+
+class _Wedged:
+    """A pika connection whose broker never answers: ``channel()`` waits on its socket until
+    the socket is shut under it (as the program's guard does), then fails as pika would."""
+
+    def __init__(self) -> None:
+        import socket
+        from types import SimpleNamespace
+
+        self.sock, self.peer = socket.socketpair()
+        self._impl = SimpleNamespace(_transport=SimpleNamespace(_sock=self.sock))
+        self.is_open = True
+
+    def channel(self) -> None:
+        import pika
+
+        self.sock.recv(1)  # nothing comes: b"" once the socket is shut
+        raise pika.exceptions.StreamLostError("the socket was shut")
+
+    def close(self) -> None:
+        self.is_open = False
+
+
+def test_a_program_s_close_on_a_broker_that_stopped_answering_ends() -> None:
+    """Closing a program deletes its queues through pika, which waits for an answer for as long
+    as it takes: on a broker that stopped answering, the close is guarded like a step (its
+    connections cut after the timeout, the fresh one it opens to delete too) and ends."""
+    import time
+    from types import SimpleNamespace
+
+    from amqpfuzz.fuzzer.brokers import parse_target
+    from amqpfuzz.fuzzer.protocols.amqp091.programs.model import Program
+
+    publisher, fresh = _Wedged(), _Wedged()
+    clients = SimpleNamespace(open=lambda: fresh, close=lambda: None)
+    program = Program(
+        parse_target("amqp://127.0.0.1:5672/"), "p-", clients=clients,  # type: ignore[arg-type]
+        publisher=publisher, consumer=_Wedged(), timeout=0.3, queues={"p-q1": None},  # type: ignore[dict-item]
+    )  # fmt: skip
+    started = time.monotonic()
+    program.close()
+    assert time.monotonic() - started < 5.0
+    assert program.closed and publisher.sock.recv(1) == b"" and fresh.sock.recv(1) == b""

@@ -151,10 +151,31 @@ class Program:
 
     def close(self) -> None:
         """Delete every queue this program declared (only those), close its channels, and hand
-        its connections on to the next program, or close them if this one went wrong."""
+        its connections on to the next program, or close them if this one went wrong. Guarded
+        as a step is: pika waits for a broker's answer for as long as it takes, so connections
+        that have not finished after the program's timeout are cut (and not handed on)."""
         if self.closed:
             return
         self.closed = True
+        cleaning: list[Any] = []
+        stop = threading.Event()
+
+        def watchdog() -> None:
+            if stop.wait(max(self.timeout, 1.0)):
+                return
+            while not stop.wait(0.2):  # cut every connection in play, until the close ends
+                for connection in (self.publisher, self.consumer, *self.others, *cleaning):
+                    sever(connection)
+
+        guard = threading.Thread(target=watchdog, daemon=True, name="amqpfuzz-close")
+        guard.start()
+        try:
+            self._close(cleaning)
+        finally:
+            stop.set()
+            guard.join()
+
+    def _close(self, cleaning: list[Any]) -> None:
         for connection in self.others:
             with contextlib.suppress(Exception):  # a step's own connection, maybe severed
                 connection.close()
@@ -174,6 +195,7 @@ class Program:
                     contextlib.suppress(pika.exceptions.AMQPError, OSError),
                     contextlib.closing(clients.open()) as fresh,
                 ):
+                    cleaning.append(fresh)
                     self.delete(fresh)  # what this program declared goes, all the same
         if not keep or self.owns:
             clients.close()
