@@ -19,7 +19,7 @@ from __future__ import annotations
 import struct
 import time
 from collections.abc import Iterable, Iterator
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from amqpfuzz.spec import RemoteProtocolError
 from amqpfuzz.spec.amqp010.codec import Command, Control, codec_for
@@ -40,15 +40,6 @@ __all__ = ["Amqp010Driver"]
 _SIZE = struct.Struct(">H")
 # the command fields that name what a case may create, by the domain they have
 _ENTITIES = {"queue.name": "queue", "exchange.name": "exchange"}
-
-
-@runtime_checkable
-class _Raw(Protocol):
-    """A case's step as the family's strategies make it: octets and a channel (negative:
-    the case's own session)."""
-
-    data: bytes
-    channel: int
 
 
 class Amqp010Driver(SessionDriver):
@@ -112,7 +103,7 @@ class Amqp010Driver(SessionDriver):
     def _items(self, case: Case, own: bool = False) -> Iterator[Control | Command]:
         """The controls and commands of the case that decode (``own``: on its session)."""
         for step in case.steps:
-            if not isinstance(step, _Raw) or (own and step.channel >= 0):
+            if not isinstance(step, Wire) or (own and step.channel >= 0):
                 continue
             try:
                 found = self.codec.decode(step.data, check=False)
