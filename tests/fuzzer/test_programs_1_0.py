@@ -109,6 +109,39 @@ def test_a_closed_link_is_answered_and_what_it_held_comes_back(peer: Broker) -> 
         assert (broken.invariant, broken.step) == ("no message lost", "drain")
 
 
+def test_a_connection_ended_and_opened_again_loses_nothing(peer: Broker) -> None:
+    """Transport 2.4.3 and messaging 3.4: a program that ends its connection (its session and
+    links with it) gets its close answered, and what its receiving link held unsettled comes
+    back on the next connection; so does what was never delivered. The Proton example broker
+    drops what the ended link held, as it does on a detach."""
+    sent = [*SENT, {"step": "send", "node": 0, "count": 2, "sure": False}]
+    again = {"step": "reconnect"}
+    held = replay(peer, [*sent, receive("accepted", credit=3), again, {"step": "drain"}], "rc1")
+    untouched = [*sent, again, {"step": "send", "node": 0, "count": 1, "sure": True}]
+    assert replay(peer, [*untouched, receive("accepted"), {"step": "drain"}], "rc2") is None
+    if peer.kind == "rabbitmq":
+        assert held is None
+    else:
+        assert held is not None
+        assert (held.invariant, held.step) == ("no message lost", "drain")
+        assert "[2, 3]" in held.message  # the two the ended link held unsettled
+
+
+def test_exactly_once_where_the_peer_offers_it(peer: Broker) -> None:
+    """A sending link may ask for rcv-settle-mode second (exactly-once); the peer's attach
+    answers with the mode it takes. The Proton example broker answers first (not offered),
+    and the link works at-least-once; RabbitMQ 3.10's plugin never answers such an attach."""
+    exactly = {"step": "send", "node": 0, "count": 3, "sure": True, "exactly": True}
+    steps = [{"step": "open"}, exactly, receive("accepted", take=2), {"step": "drain"}]
+    broken = replay(peer, steps, "exactly")
+    if peer.kind == "rabbitmq":
+        assert broken is not None
+        assert (broken.invariant, broken.step) == ("timely answer", "exactly-once")
+        assert "rcv-settle-mode second" in broken.message
+    else:
+        assert broken is None
+
+
 def test_a_stateful_1_0_run_writes_its_program(tmp_path: Path) -> None:
     """The Proton example broker breaks an invariant within seconds (a message a closed link
     held, or a durable message across a restart, lost): the run keeps the program."""

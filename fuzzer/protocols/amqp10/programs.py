@@ -1,9 +1,10 @@
 """Stateful 1.0 programs through python-qpid-proton, the real client (as pika is for 0-9-1).
 
-A program sends messages to a few durable nodes (at-most-once or at-least-once, durable or
-not), receives them on one link per node with a credit window, settles each one (accepted,
+A program sends messages to a few durable nodes (at-most-once or at-least-once, now and then
+on a link that asks for exactly-once, which the peer may offer or not; durable or not), receives them on one link per node with a credit window, settles each one (accepted,
 rejected, released, modified with delivery-failed), closes a receiving link now and then (the
-next receive attaches another), may have a throwaway broker killed and restarted once, and at
+next receive attaches another), ends its connection (and with it its session and links) and
+opens another now and then, may have a throwaway broker killed and restarted once, and at
 its end drains every node. It checks the broker against its model on every delivery:
 
 * none invented and none after it was accepted or rejected; every at-least-once message that
@@ -52,8 +53,17 @@ __all__ = ["Program", "machine_for", "replay_program"]
 NODES = 3
 OUTCOMES = ("accepted", "rejected", "released", "modified")
 QUIET = 1.0  # seconds without a message that end a drain
+RECONNECT_ODDS = 4  # a reconnect rule drawn acts once in this many
 RESTART_ODDS = 8  # a restart rule drawn acts once in this many (a restart takes seconds)
 SURVIVE = "durable messages survive a restart"
+
+
+class ExactlyOnce(LinkOption):
+    """A sending link that asks the receiving peer to settle second (rcv-settle-mode second:
+    exactly-once, transport 2.6.12); the peer's attach says whether it takes that mode."""
+
+    def apply(self, link: Link) -> None:
+        link.rcv_settle_mode = Link.RCV_SECOND
 
 
 class Durable(LinkOption):
@@ -75,10 +85,7 @@ class Sent:
     count: int | None = None  # the delivery-count its next delivery must carry, if known
     delivered: bool = False
     restarted: bool = False  # it must have survived a restart of the broker
-    link: bool = field(init=False)  # the sending link it went by: at-least-once, or not
-
-    def __post_init__(self) -> None:
-        self.link = self.sure
+    link: str = "at-most-once"  # the sending link it went by (its mode)
 
 
 @dataclass
@@ -95,11 +102,11 @@ class Program:
     seq: int = 0
     links: int = 0
     connection: BlockingConnection | None = None
-    senders: dict[tuple[int, bool], Any] = field(default_factory=dict)
+    senders: dict[tuple[int, str], Any] = field(default_factory=dict)
     receivers: dict[int, BlockingReceiver] = field(default_factory=dict)
     # per node's receiving link and the sending link a message came by (its mode): the last
     # never-delivered seq received (order holds per link, not across two senders' links)
-    last: dict[tuple[int, bool], int] = field(default_factory=dict)
+    last: dict[tuple[int, str], int] = field(default_factory=dict)
     restart: Callable[[], object] | None = None  # kills and restarts the throwaway broker
     restarted: bool = False
 
@@ -183,28 +190,71 @@ class Program:
     def fail(self, invariant: str, step: str, message: str) -> NoReturn:
         raise Broken(invariant, step, message)
 
-    def send(self, node: int, count: int, sure: bool, durable: bool = False) -> None:
+    def send(
+        self, node: int, count: int, sure: bool, durable: bool = False, exactly: bool = False
+    ) -> None:
+        """Send ``count`` messages to the node: at-least-once if ``sure`` (on a link that asks
+        for exactly-once, if ``exactly``), else at-most-once; durable or not."""
         record = {"step": "send", "node": node, "count": count, "sure": sure}
         if durable:
             record["durable"] = True
-        self._step(record, lambda: self._send(node, count, sure, durable))
+        if exactly and sure:
+            record["exactly"] = True
+        self._step(record, lambda: self._send(node, count, sure, durable, exactly and sure))
 
-    def _send(self, node: int, count: int, sure: bool, durable: bool) -> None:
-        assert self.connection is not None
-        sender = self.senders.get((node, sure))
-        if sender is None:  # a link per node and mode, for the connection's life
-            mode: LinkOption = AtLeastOnce() if sure else AtMostOnce()
-            sender = self.connection.create_sender(
-                self.address(node), name=self._link_name(), options=[mode, Durable()]
-            )
-            self.senders[(node, sure)] = sender
+    def _send(self, node: int, count: int, sure: bool, durable: bool, exactly: bool) -> None:
+        mode = "exactly-once" if exactly else "at-least-once" if sure else "at-most-once"
+        sender = self.senders.get((node, mode)) or self._sender(node, mode)
+        # exactly-once where the peer offers it: it settles second, after our settle
+        second = sender.link.remote_rcv_settle_mode == Link.RCV_SECOND
         model = self.nodes.setdefault(node, [])
         for _ in range(count):
             self.seq += 1
             body = f"{self.prefix}{self.seq}".encode()
-            sent = Sent(self.seq, body, sure, durable)
-            sender.send(Message(body=body, properties={"seq": self.seq}, durable=durable))
+            sent = Sent(self.seq, body, sure, durable, link=mode)
+            message = Message(body=body, properties={"seq": self.seq}, durable=durable)
+            if second:
+                self._send_second(sender, message)
+            else:
+                sender.send(message)
             model.append(sent)  # (at-least-once: only now, accepted)
+
+    def _sender(self, node: int, mode: str) -> Any:
+        """The node's sending link of this mode (one for the connection's life)."""
+        assert self.connection is not None
+        options: list[LinkOption] = [AtMostOnce() if mode == "at-most-once" else AtLeastOnce()]
+        if mode == "exactly-once":
+            options.append(ExactlyOnce())
+        options.append(Durable())
+        try:
+            sender = self.connection.create_sender(
+                self.address(node), name=self._link_name(), options=options
+            )
+        except Exception as exc:
+            if type(exc).__name__ != "Timeout" or mode != "exactly-once":
+                raise
+            self.fail(Broken.HUNG, "exactly-once",
+                      f"no attach answered a sending link's attach with rcv-settle-mode second "
+                      f"(exactly-once) in {self.timeout:g} s (transport 2.6.3: the partner "
+                      f"answers an attach, with the settle mode it takes)")  # fmt: skip
+        self.senders[(node, mode)] = sender
+        return sender
+
+    def _send_second(self, sender: Any, message: Message) -> None:
+        """One exactly-once send: the peer's outcome comes unsettled; ours settles it, and
+        the peer's settle follows (transport 2.6.12)."""
+        assert self.connection is not None
+        delivery = sender.link.send(message)
+        self.connection.wait(
+            lambda: bool(delivery.remote_state) or delivery.settled,
+            msg=f"Sending on sender {sender.link.name}",
+            timeout=self.timeout,
+        )
+        if delivery.remote_state != Delivery.ACCEPTED:
+            self.fail("no unexpected error", "send",
+                      f"an exactly-once send answered with {delivery.remote_state}, "
+                      f"settled={delivery.settled}")  # fmt: skip
+        delivery.settle()
 
     def detach(self, node: int) -> None:
         """Close the node's receiving link; the next receive attaches another. What the link
@@ -213,8 +263,8 @@ class Program:
 
     def _detach(self, node: int) -> None:
         receiver = self.receivers.pop(node, None)
-        for sure in (False, True):
-            self.last.pop((node, sure), None)
+        for mode in ("at-most-once", "at-least-once", "exactly-once"):
+            self.last.pop((node, mode), None)
         for sent in self.nodes.get(node, []):
             sent.count = None  # one the closed link held may come again counted as delivered
         if receiver is None:
@@ -228,6 +278,28 @@ class Program:
                       f"no detach with closed=true answered the link's closing detach in "
                       f"{self.timeout:g} s (transport 2.6.6: the partner replies with its own "
                       f"detach, closed set)")  # fmt: skip
+
+    def reconnect(self) -> None:
+        """End the program's connection, its session and links with it, and open another.
+        What its receiving links held unsettled goes back to the nodes."""
+        self._step({"step": "reconnect"}, self._reconnect)
+
+    def _reconnect(self) -> None:
+        assert self.connection is not None
+        connection, self.connection = self.connection, None
+        self._let_go()  # (the links and what they knew go with the connection)
+        for model in self.nodes.values():
+            for sent in model:
+                sent.count = None  # one a closed link held may come again counted as delivered
+        try:
+            connection.close()  # waits for the peer's close
+        except Exception as exc:
+            if type(exc).__name__ != "Timeout":
+                raise
+            self.fail(Broken.HUNG, "reconnect",
+                      f"no close answered the connection's close in {self.timeout:g} s "
+                      f"(transport 2.4.3: the partner replies with its own close)")  # fmt: skip
+        self._open()
 
     def restart_broker(self) -> None:
         """Kill the broker and start it again (a crash, not a clean stop), then connect again.
@@ -405,15 +477,24 @@ def machine_for(
             count=st.integers(1, 20),
             sure=st.booleans(),
             durable=st.booleans(),
+            exactly=st.integers(0, 3),
         )
-        def send(self, node: int, count: int, sure: bool, durable: bool) -> None:
-            self.program.send(node, count, sure, durable)
+        def send(self, node: int, count: int, sure: bool, durable: bool, exactly: int) -> None:
+            # one at-least-once send in four asks for exactly-once, until that hung once
+            once = exactly == 3 and "exactly-once" not in avoid
+            self.program.send(node, count, sure, durable, once)
 
         @unless("detach")
         @rule(node=st.integers(0, NODES - 1))
         def detach(self, node: int) -> None:
             if node in self.program.receivers:
                 self.program.detach(node)
+
+        @unless("reconnect")
+        @rule(odds=st.integers(0, RECONNECT_ODDS - 1))
+        def reconnect(self, odds: int) -> None:
+            if odds == RECONNECT_ODDS - 1:  # (shrinking goes to 0: away from a reconnect)
+                self.program.reconnect()
 
         @unless("restart")
         @precondition(lambda self: restart is not None and not self.program.restarted)
@@ -466,10 +547,13 @@ def replay_program(
             if kind == "open":
                 program.open()
             elif kind == "send":
-                durable = bool(step.get("durable", False))
-                program.send(int(step["node"]), int(step["count"]), bool(step["sure"]), durable)
+                durable, exactly = bool(step.get("durable")), bool(step.get("exactly"))
+                node, count, sure = int(step["node"]), int(step["count"]), bool(step["sure"])
+                program.send(node, count, sure, durable, exactly)
             elif kind == "detach":
                 program.detach(int(step["node"]))
+            elif kind == "reconnect":
+                program.reconnect()
             elif kind == "restart":
                 program.restart_broker()
             elif kind == "receive":
