@@ -217,7 +217,12 @@ class Broker:
             self.process.wait(10)
 
     def remove(self) -> None:
-        """Stop and delete the data directory, if this broker created it."""
+        """Stop and delete the data directory, if this broker created it. One whose data
+        goes with it is killed: a clean stop (seconds, for RabbitMQ) would only save to disk
+        what is deleted next."""
+        if self._own_directory:
+            self._stopping = True
+            self.kill()
         self.stop()
         if self._own_directory:
             shutil.rmtree(self.directory, ignore_errors=True)
@@ -387,6 +392,9 @@ class RabbitMQ(Broker):
             RABBITMQ_ENABLED_PLUGINS_FILE=str(self.directory / "enabled_plugins"),
             RABBITMQ_CONFIG_FILE=str(self.directory / "rabbitmq"),
             RABBITMQ_PID_FILE=str(self.directory / "rabbitmq.pid"),
+            # no scheduler spins waiting for work: brokers that share a few cores with the
+            # fuzzer (and with each other) leave them to whoever has work to do
+            RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS="+sbwt none +sbwtdcpu none +sbwtdio none",
         )
         return env
 

@@ -36,10 +36,23 @@ Row = tuple[str, str, str]  # (output, name, one line of text)
 def run_shard(shard: Shard, out: str, tick: Callable[[Any], None] | None = None) -> Iterator[Row]:
     """Run ``shard``; its records (reproducers under ``out``/reproducers), reproducers and
     summary as rows. ``tick`` gets the engine's events as they come (the task's progress)."""
-    with (
-        tempfile.TemporaryDirectory(prefix="amqpfuzz-shard-") as scratch,
-        contextlib.ExitStack() as stack,
-    ):
+    with tempfile.TemporaryDirectory(prefix="amqpfuzz-shard-") as scratch:
+        finished: list[RunFinished] = []
+        records = _campaign(shard, Path(scratch), finished.append, tick)
+        # (the throwaway broker is gone by now: the rows are written without it)
+        yield from _records(records, Path(scratch) / "reproducers", out)
+        yield from _reproducers(Path(scratch) / "reproducers")
+        yield _summary(shard, finished)
+
+
+def _campaign(
+    shard: Shard,
+    scratch: Path,
+    done: Callable[[RunFinished], None],
+    tick: Callable[[Any], None] | None,
+) -> Path:
+    """The shard's campaign, its records written under ``scratch``; their file."""
+    with contextlib.ExitStack() as stack:
         if shard.broker is not None:
             broker = stack.enter_context(throwaway(shard.broker))
             target: Target = parse_target(broker.url, label=f"throwaway {broker.kind}")
@@ -47,19 +60,18 @@ def run_shard(shard: Shard, out: str, tick: Callable[[Any], None] | None = None)
             broker = None
             target = parse_target(str(shard.url), allow_remote=shard.allow_remote)
         worker = f"{socket.gethostname()}-{os.getpid()}-s{shard.index}"
-        writer = RecordWriter(Path(scratch), shard.run_id, worker)
-        finished: list[RunFinished] = []
+        writer = RecordWriter(scratch, shard.run_id, worker)
 
         def keep(event: Any) -> None:
             if isinstance(event, RunFinished):
-                finished.append(event)
+                done(event)
             if tick is not None:
                 tick(event)
 
         emit = Emitter(RecordHandler(writer), keep)
         run = TargetRun(target, broker=broker, profile_name=shard.profile)
         campaign = Campaign(
-            [run], shard.settings, out=Path(scratch), run_id=shard.run_id, prefix=shard.prefix,
+            [run], shard.settings, out=scratch, run_id=shard.run_id, prefix=shard.prefix,
             emit=emit,
         )  # fmt: skip
         try:
@@ -70,9 +82,7 @@ def run_shard(shard: Shard, out: str, tick: Callable[[Any], None] | None = None)
             raise
         finally:
             records = writer.close()
-        yield from _records(records, Path(scratch) / "reproducers", out)
-        yield from _reproducers(Path(scratch) / "reproducers")
-        yield _summary(shard, finished)
+    return records
 
 
 def _records(path: Path, scratch: Path, out: str) -> Iterator[Row]:
