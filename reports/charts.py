@@ -106,10 +106,17 @@ def heatmap(
     rows: Sequence[str],
     columns: Sequence[str],
     cells: Mapping[tuple[str, str], tuple[int, int, int]],
+    links: Mapping[tuple[str, str], str] | None = None,
+    *,
+    width: int = 1180,
 ) -> str:
-    """Targets (rows) x spec classes (columns); a cell is (failing, judged, total) cases."""
-    cell_w, cell_h, left, top = 92, 34, 170, 70
-    width, height = left + cell_w * len(columns) + 10, top + cell_h * len(rows) + 10
+    """Targets (rows) x columns (a protocol's spec classes, then the few outside them); a cell
+    is (failing, judged, total) cases, and a link where ``links`` has one for it. The columns
+    share ``width`` (at most 92 pixels each), and the picture scales down with its box."""
+    cell_h, left, top = 34, 170, 70
+    right = 110  # the last column's slanted name
+    cell_w = max(48, min(92, (width - left - right) // max(len(columns), 1)))
+    width, height = left + cell_w * len(columns) + right, top + cell_h * len(rows) + 10
     parts = [
         f'<svg class="chart heatmap" width="{width}" height="{height}" '
         f'viewBox="0 0 {width} {height}" role="img">'
@@ -117,8 +124,8 @@ def heatmap(
     for j, column in enumerate(columns):
         x = left + j * cell_w + cell_w / 2
         parts.append(
-            f'<text x="{x}" y="{top - 10}" font-size="12" text-anchor="middle" '
-            f'transform="rotate(-20 {x} {top - 10})" fill="{_TEXT}">{escape(column)}</text>'
+            f'<text x="{x}" y="{top - 10}" font-size="12" text-anchor="start" '
+            f'transform="rotate(-30 {x} {top - 10})" fill="{_TEXT}">{escape(column)}</text>'
         )
     for i, row in enumerate(rows):
         y = top + i * cell_h
@@ -131,13 +138,17 @@ def heatmap(
             colour = heat_colour(failing, judged)
             label = f"{failing}/{judged}" if judged else ("skipped" if total else "")
             x = left + j * cell_w
-            parts.append(
+            cell = (
                 f'<rect x="{x}" y="{y}" width="{cell_w - 2}" height="{cell_h - 2}" '
                 f'fill="{colour}"><title>{escape(row)} {escape(column)}: {failing} failing of '
                 f"{judged} judged, {total} cases</title></rect>"
                 f'<text x="{x + cell_w / 2 - 1}" y="{y + cell_h / 2 + 4}" font-size="11" '
                 f'text-anchor="middle" fill="#111">{label}</text>'
             )
+            link = (links or {}).get((row, column))
+            if link is not None:
+                cell = f'<a href="{escape(link)}" class="cell">{cell}</a>'
+            parts.append(cell)
     parts.append("</svg>")
     return "".join(parts)
 

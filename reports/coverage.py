@@ -1,61 +1,37 @@
-"""Spec coverage: what a night exercised, against what there is to exercise.
+"""Spec coverage: what a night exercised, against what there is to exercise, and what not.
 
-Exercised, from the records: methods (the ``class.method`` before the first ``/`` of a
-spec_ref), rules (spec_refs that name one, i.e. contain a ``/``), scenario files (a record's
-``scenario`` field, or the spec_ref of a ``scenario`` record without one) and mutation
-operators (distinct ``mutation`` names).
+Per protocol the records were made in, four dimensions, each a list of names as records name
+them (:func:`amqpfuzz.fuzzer.records.exercisable`): the methods a client may send (1.0:
+performatives), the rules a client's traffic can exercise (1.0: MUST sentences), the scenario
+files and the mutation operators. The lists come from the ``run-<run_id>.json`` files the
+fuzzer writes beside its records (the union of a night's runs in that protocol), or, for a
+night without one that names them, from this installation's specification and registries.
 
-The totals come from the ``run-<run_id>.json`` files the fuzzer writes beside its records
-(``{"totals": {"methods": .., "rules": .., "scenario_files": .., "mutation_operators": ..}}``;
-the largest of a night's runs counts). Without one, methods and rules are counted in the
-specification (``amqpfuzz.spec.load``), and the other two totals are unknown. Each protocol the
-records were made in has rows of its own, against its own specification's totals.
+A record exercises a method when its spec_ref is the method or starts with it and ``/``; a
+rule when its spec_ref is the rule; a scenario file when its ``scenario`` is the file; an
+operator when its ``mutation`` is. What is not in the lists (a spec_ref of an unknown class)
+counts for nothing.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Mapping
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+from functools import reduce
 from typing import Any
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from amqpfuzz.spec import DEFAULT_PROTOCOL, family_of
-from amqpfuzz.spec import spec_totals as registry_totals
-from amqpfuzz.spec.amqp10 import performatives
+from amqpfuzz.fuzzer.records import exercisable
+from amqpfuzz.spec import DEFAULT_PROTOCOL
 
-__all__ = ["DIMENSIONS", "coverage", "protocols", "spec_totals"]
+__all__ = ["DIMENSIONS", "Universe", "coverage", "protocols", "universes"]
 
 DIMENSIONS = ("methods", "rules", "scenario_files", "mutation_operators")
-
-
-def _exercised(protocol: str) -> dict[str, Column]:
-    """What a record exercised. 0-8 to 0-9-1: the method before a spec_ref's first ``/``, the
-    rule a spec_ref with one names. 1.0: the performative a spec_ref names, the MUST sentence
-    (``section/field#n``) a scenario quotes."""
-    ref = F.col("spec_ref")
-    if family_of(protocol) == "amqp10":
-        method = F.when(ref.isin(*performatives(protocol)), ref)
-        rule = F.when(ref.contains("#"), ref)
-    else:
-        prefix = F.substring_index(ref, "/", 1)
-        method = F.when(prefix.contains(".") & ~prefix.startswith("domain:"), prefix)
-        rule = F.when(ref.contains("/"), ref)
-    scenario = F.coalesce(F.col("scenario"), F.when(F.col("kind") == "scenario", ref))
-    return {
-        "methods": F.count_distinct(method),
-        "rules": F.count_distinct(rule),
-        "scenario_files": F.count_distinct(scenario),
-        "mutation_operators": F.count_distinct("mutation"),
-    }
-
-
-def spec_totals(protocol: str = DEFAULT_PROTOCOL) -> dict[str, int | None]:
-    """The totals a specification itself gives: its methods (1.0: performatives) and rules
-    (1.0: MUST sentences); the rest unknown."""
-    methods, rules = registry_totals(protocol)
-    return {"methods": methods, "rules": rules, "scenario_files": None, "mutation_operators": None}
+# a dimension's names, and where they came from (run-file or spec)
+Universe = dict[str, tuple[tuple[str, ...], str]]
 
 
 def _protocol_of(default: str) -> Column:
@@ -68,55 +44,88 @@ def protocols(facts: DataFrame, default: str = DEFAULT_PROTOCOL) -> list[str]:
     return sorted(str(r.p) for r in found)
 
 
-def night_totals(
-    run_dates: Mapping[str, dt.date],
-    run_totals: Mapping[str, Mapping[str, int | None]],
-    fallback: Mapping[str, int | None],
-) -> dict[dt.date, tuple[dict[str, int | None], dict[str, str | None]]]:
-    """Per night, each dimension's total and where it came from (run-file, spec or None)."""
-    out: dict[dt.date, tuple[dict[str, int | None], dict[str, str | None]]] = {}
+def universes(
+    run_dates: Mapping[str, dt.date], runs: Mapping[str, Mapping[str, Any]], protocol: str
+) -> dict[dt.date, Universe]:
+    """Per night, each dimension's names: the union of what the night's run files of
+    ``protocol`` name, else the installation's."""
+    named: dict[dt.date, dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
+    for run, night in run_dates.items():
+        found = runs.get(run, {})
+        if (found.get("protocol") or DEFAULT_PROTOCOL) != protocol:
+            continue
+        for dimension, names in (found.get("exercisable") or {}).items():
+            if names is not None:
+                named[night][dimension].update(names)
+    ours = exercisable(protocol)
+    out: dict[dt.date, Universe] = {}
     for night in sorted(set(run_dates.values())):
-        runs = [run_totals[r] for r, d in run_dates.items() if d == night and r in run_totals]
-        totals: dict[str, int | None] = {}
-        sources: dict[str, str | None] = {}
-        for dim in DIMENSIONS:
-            found = [t[dim] for t in runs if t.get(dim) is not None]
-            if found:
-                totals[dim], sources[dim] = max(v for v in found if v is not None), "run-file"
-            elif fallback.get(dim) is not None:
-                totals[dim], sources[dim] = fallback[dim], "spec"
-            else:
-                totals[dim], sources[dim] = None, None
-        out[night] = (totals, sources)
+        out[night] = {
+            d: (tuple(sorted(named[night][d])), "run-file")
+            if named[night].get(d)
+            else (ours[d], "spec")
+            for d in DIMENSIONS
+        }
     return out
+
+
+def _seen(facts: DataFrame, protocol: str, default: str) -> dict[dt.date, dict[str, set[str]]]:
+    """Per night, the distinct spec_refs (``ref``), mutations (``op``) and scenario files
+    (``file``) of ``protocol``'s records."""
+    mine = facts.filter(_protocol_of(default) == protocol)
+    scenario = F.coalesce(F.col("scenario"), F.when(F.col("kind") == "scenario", F.col("spec_ref")))
+    parts = [
+        mine.select("run_date", F.lit(what).alias("what"), value.alias("value"))
+        for what, value in (
+            ("ref", F.col("spec_ref")),
+            ("op", F.col("mutation")),
+            ("file", scenario),
+        )
+    ]
+    rows = reduce(DataFrame.unionAll, parts).where(F.col("value").isNotNull()).distinct().collect()
+    seen: dict[dt.date, dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
+    for row in rows:
+        seen[row.run_date][row.what].add(row.value)
+    return seen
+
+
+def _exercised(dimension: str, names: Iterable[str], seen: Mapping[str, set[str]]) -> set[str]:
+    refs = seen.get("ref", set())
+    if dimension == "methods":
+        hit = refs | {r.split("/", 1)[0] for r in refs}
+    elif dimension == "rules":
+        hit = refs
+    elif dimension == "scenario_files":
+        hit = seen.get("file", set())
+    else:
+        hit = seen.get("op", set())
+    return {n for n in names if n in hit}
 
 
 def coverage(
     facts: DataFrame,
-    totals: Mapping[dt.date, tuple[Mapping[str, int | None], Mapping[str, str | None]]],
+    named: Mapping[dt.date, Universe],
     protocol: str = DEFAULT_PROTOCOL,
     default: str = DEFAULT_PROTOCOL,
 ) -> list[dict[str, Any]]:
-    """Four rows per night for ``protocol``'s records: exercised, total, their ratio and where
-    the total came from."""
-    mine = facts.filter(_protocol_of(default) == protocol)
-    counts = mine.groupBy("run_date").agg(
-        *(column.alias(dim) for dim, column in _exercised(protocol).items())
-    )
+    """Four rows per night for ``protocol``'s records: exercised, total, their ratio, where
+    the names came from, and the names not exercised."""
     rows = []
-    for row in counts.collect():
-        night_totals_, sources = totals[row.run_date]
-        for dim in DIMENSIONS:
-            total = night_totals_[dim]
+    for night, seen in sorted(_seen(facts, protocol, default).items()):
+        for dimension in DIMENSIONS:
+            names, source = named[night][dimension]
+            hit = _exercised(dimension, names, seen)
+            total = len(names)
             rows.append(
                 {
-                    "dimension": dim,
-                    "exercised": row[dim],
+                    "dimension": dimension,
+                    "exercised": len(hit),
                     "total": total,
-                    "ratio": row[dim] / total if total else None,
-                    "totals_from": sources[dim],
+                    "ratio": len(hit) / total if total else None,
+                    "totals_from": source,
                     "protocol": protocol,
-                    "run_date": row.run_date,
+                    "uncovered": [n for n in names if n not in hit],
+                    "run_date": night,
                 }
             )
     return rows

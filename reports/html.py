@@ -9,15 +9,16 @@ render the same bytes.
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import shlex
 from collections.abc import Iterable, Sequence
 from html import escape
 from typing import Any
 
 from .charts import TREND_COLOURS, bars, heatmap, line_chart
-from .page import Page
+from .page import Page, cell_id
 
-__all__ = ["render", "replay_command"]
+__all__ = ["render", "replay_command", "signature_id"]
 
 _CSS = """
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;color:#222;margin:24px auto;
@@ -33,6 +34,12 @@ code{font:12px ui-monospace,monospace;background:#f4f4f4;padding:1px 4px;border-
 word-break:break-all}.status{font-weight:600;text-transform:uppercase;font-size:11px}
 .status.new,.status.regressed{color:#c0392b}.status.fixed{color:#1a7f37}.trends{display:flex;
 flex-wrap:wrap;gap:16px}.none{color:#666;font-style:italic}.msg{color:#555}
+svg.chart{max-width:100%;height:auto}.scroll{overflow-x:auto;max-width:100%}
+.status.xpass,.status.fail,.status.error{color:#c0392b}.status.xfail{color:#8a6d00}
+.status.pass{color:#1a7f37}.status.skip{color:#666}.callout{border-left:4px solid #c0392b;
+background:#fdf0ee;padding:6px 12px;margin:8px 0}details>summary{cursor:pointer;color:#1f5fbf}
+details ul{margin:4px 0 8px;columns:3 220px;font-size:12px}
+.cells details{margin:2px 0}:target{background:#fff6d6}
 """
 
 _HEADLINE = (
@@ -42,6 +49,8 @@ _HEADLINE = (
     ("new", "new", "bad"),
     ("regressed", "regressed", "bad"),
     ("fixed", "fixed", "good"),
+    ("xfails", "known deviations (xfail)", ""),
+    ("xpasses", "deviations gone (xpass)", "bad"),
     ("cases_per_s", "cases per second", ""),
     ("targets", "targets", ""),
     ("runs", "runs", ""),
@@ -65,6 +74,11 @@ def _when(micros: int | None) -> str:
     return moment.strftime("%Y-%m-%d %H:%M")
 
 
+def signature_id(signature: str) -> str:
+    """The HTML id of a signature's row (the matrix's cells link to it)."""
+    return "sig-" + hashlib.sha1(signature.encode()).hexdigest()[:12]
+
+
 def replay_command(reproducer: str | None) -> str | None:
     return f"amqpfuzz replay {shlex.quote(reproducer)}" if reproducer else None
 
@@ -83,7 +97,7 @@ def _table(headers: Sequence[str], rows: Iterable[Sequence[str]], numeric: set[i
         + "</tr>"
         for row in rows
     )
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+    return f'<div class="scroll"><table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>'
 
 
 def _headline(page: Page) -> str:
@@ -107,7 +121,7 @@ def _signature_rows(signatures: Iterable[dict[str, Any]]) -> str:
         rows.append(
             (
                 f'<span class="status {s["status"]}">{s["status"]}</span>',
-                f"<code>{escape(s['signature'])}</code>"
+                f'<code id="{signature_id(s["signature"])}">{escape(s["signature"])}</code>'
                 f'<div class="msg">{escape(s["oracle"] or "")}: {message}</div>',
                 escape(s["spec_ref"] or ""),
                 escape(", ".join(s["targets"])),
@@ -139,7 +153,25 @@ def _coverage(page: Page) -> str:
         name = row["dimension"].replace("_", " ")
         return f"AMQP {row['protocol']} {name}" if len(spoken) > 1 else name
 
-    return bars([(label(r), r["exercised"], r["total"]) for r in rows])
+    chart = bars([(label(r), r["exercised"], r["total"]) for r in rows])
+    lists = []
+    for r in rows:
+        missing = r.get("uncovered") or []
+        if missing:
+            items = "".join(f"<li><code>{escape(m)}</code></li>" for m in missing)
+            lists.append(
+                f'<details data-uncovered="{escape(label(r))}"><summary>{escape(label(r))}: '
+                f"{len(missing)} not exercised</summary><ul>{items}</ul></details>"
+            )
+    source = {str(r.get("totals_from")) for r in rows}
+    note = (
+        '<p class="sub">Against what a client can exercise: the methods a client may send and '
+        "the rules they carry, the scenario files and the mutation operators, as "
+        + ("the runs' files name them." if source == {"run-file"} else "the specification and "
+           "this installation name them.")
+        + "</p>"
+    )  # fmt: skip
+    return chart + note + "".join(lists)
 
 
 def _trends(page: Page) -> str:
@@ -216,6 +248,110 @@ def _ingest(page: Page) -> str:
     return summary + _table(headers, rows, {2, 3, 4, 5})
 
 
+def _status(verdict: str) -> str:
+    return f'<span class="status {escape(verdict)}">{escape(verdict)}</span>'
+
+
+def _targets(page: Page) -> str:
+    rows = [
+        (
+            escape(t["target_label"]),
+            escape(f"AMQP {t['target_protocol']}"),
+            *(_n(t[v]) for v in ("pass", "fail", "error", "xfail", "xpass", "skip", "total")),
+        )
+        for t in page.targets
+    ]
+    headers = ("target", "protocol", "pass", "fail", "error", "xfail", "xpass", "skip", "cases")
+    return _table(headers, rows, {2, 3, 4, 5, 6, 7, 8})
+
+
+def _deviations(page: Page) -> str:
+    if not page.deviations:
+        return '<p class="none">No profile entry matched tonight: no known deviations.</p>'
+    rows = [
+        (
+            _status(d["verdict"]),
+            escape(d["target_label"] or ""),
+            f"<code>{escape(d['entry'] or '(entry not recorded)')}</code>"
+            f'<div class="msg">{escape(d["profile"] or "")}</div>',
+            escape(d["reason"] or ""),
+            escape(", ".join(d["spec_refs"])),
+            _n(d["occurrences"]),
+        )
+        for d in page.deviations
+    ]
+    headers = ("status", "target", "profile entry", "reason", "spec (first few)", "cases")
+    return _table(headers, rows, {5})
+
+
+def _xpass_callout(page: Page) -> str:
+    gone = [d for d in page.deviations if d["verdict"] == "xpass"]
+    if not gone:
+        return ""
+    return (
+        f'<p class="callout"><strong>{len(gone)} known deviation(s) no longer happen '
+        f"(xpass, {_n(sum(d['occurrences'] for d in gone))} cases)</strong>: the profile is out "
+        'of date, or the broker changed. See <a href="#deviations">known deviations</a>.</p>'
+    )
+
+
+def _scenarios(page: Page) -> str:
+    """Rule by target: each verdict and what the broker did."""
+    if not page.scenarios:
+        return (
+            '<p class="none">No scenario records tonight (run <code>amqpfuzz scenarios</code>).</p>'
+        )
+    targets = sorted({r["target_label"] or "?" for r in page.scenarios})
+    cells: dict[tuple[str, str], list[str]] = {}
+    refs: list[str] = []
+    for r in page.scenarios:
+        ref = r["spec_ref"] or "?"
+        if ref not in refs:
+            refs.append(ref)
+        seen = " ".join(
+            str(x)
+            for x in (r["observed_reply"] or r["observed_outcome"], r["observed_reply_code"])
+            if x
+        )
+        why = f'<div class="msg">{escape(r["reason"][:200])}</div>' if r["reason"] else ""
+        cells.setdefault((ref, r["target_label"] or "?"), []).append(
+            f"{_status(r['verdict'])} {escape(seen)}{why}"
+        )
+    rows = [
+        (f"<code>{escape(ref)}</code>", *("<br>".join(cells.get((ref, t), [])) for t in targets))
+        for ref in refs
+    ]
+    return _table(("rule", *targets), rows, set())
+
+
+def _matrices(page: Page) -> str:
+    if not page.matrices:
+        return '<p class="none">No cases.</p>'
+    parts = []
+    for m in page.matrices:
+        links = {key: f"#{cell_id(m.protocol, *key)}" for key in m.failures}
+        parts.append(f"<h3>AMQP {escape(m.protocol)}</h3>")
+        parts.append(heatmap(m.rows, m.columns, m.cells, links))
+        lists = []
+        for (row, column), found in sorted(m.failures.items()):
+            items = "".join(f'<li><a href="#{signature_id(s)}"><code>{escape(s)}</code></a></li>'
+                            for s in found)  # fmt: skip
+            lists.append(
+                f'<details id="{cell_id(m.protocol, row, column)}"><summary>{escape(row)} · '
+                f"{escape(column)}: {len(found)} failing signature(s)</summary>"
+                f"<ul>{items}</ul></details>"
+            )
+        if lists:
+            parts.append(f'<div class="cells">{"".join(lists)}</div>')
+    parts.append(
+        '<p class="sub">Columns: the specification\'s classes, then what lies outside it '
+        "(unknown class or method ids, broken frames, ...). Each cell: failing cases (fail, "
+        "error, xpass) of those judged (all but skip); green none, then light green up to 5%, "
+        "yellow 20%, orange 50%, red more. A cell with failures links to their signatures.</p>"
+    )
+    return "".join(parts)
+
+
 def render(page: Page) -> str:
     """The whole page for ``page.night``."""
     products = sorted({r["target_label"] or "?" for r in page.runs})
@@ -224,15 +360,20 @@ def render(page: Page) -> str:
         f'<p class="sub">{_n(page.headline["runs"])} runs against '
         f"{escape(', '.join(products))}</p>",
         _headline(page),
-        "<h2>New and regressed failures</h2>",
+        '<h2 id="targets">Targets</h2>',
+        _targets(page),
+        '<h2 id="new">New and regressed failures</h2>',
+        _xpass_callout(page),
         _failures(page, ("new", "regressed"), "No new or regressed failures tonight."),
-        "<h2>Conformance by target and spec class</h2>",
-        heatmap(page.heat_rows, page.heat_columns, page.heat)
-        + '<p class="sub">Each cell: failing cases (fail, error) of those judged (all but '
-        "skip); green none, then light green up to 5%, yellow 20%, orange 50%, red more.</p>"
-        if page.heat
-        else '<p class="none">No cases.</p>',
-        "<h2>Spec coverage</h2>",
+        '<h2 id="deviations">Known deviations</h2>',
+        '<p class="sub">The profile entries that matched tonight (xfail: the deviation '
+        "happened, as recorded) and the ones that no longer did (xpass).</p>",
+        _deviations(page),
+        '<h2 id="scenarios">Conformance scenarios</h2>',
+        _scenarios(page),
+        '<h2 id="matrix">Conformance by target and spec class</h2>',
+        _matrices(page),
+        '<h2 id="coverage">Spec coverage</h2>',
         _coverage(page),
         "<h2>Trends</h2>",
         _trends(page),

@@ -94,15 +94,13 @@ def _tables(ingest: read.Ingest, past: _History, protocol: str) -> dict[str, tab
     judged = signatures.statuses(past.sightings + tonight, ran, ingest.nights)
     covered = []
     for spoken in coverage.protocols(facts, protocol):
-        runs_of = {
-            run: totals for run, totals in ingest.totals.items()
-            if (totals.get("protocol") or protocol) == spoken
-        }  # fmt: skip
-        made = coverage.night_totals(ingest.run_dates, runs_of, coverage.spec_totals(spoken))
-        covered += coverage.coverage(facts, made, spoken, protocol)
+        named = coverage.universes(ingest.run_dates, ingest.totals, spoken)
+        covered += coverage.coverage(facts, named, spoken, protocol)
     return {
         "runs": runs,
         "conformance": tables.collect(tables.conformance(facts)),
+        "deviations": tables.collect(tables.deviations(facts)),
+        "scenarios": tables.collect(tables.scenarios(facts)),
         "signatures": signatures.as_rows(judged),
         "coverage": covered,
         "divergences": tables.collect(tables.divergences(facts)),
@@ -144,7 +142,7 @@ def run(
     finally:
         ingest.release()
     night = nights[-1]
-    shown = page.build(night, made, past.trends)
+    shown = page.build(night, made, past.trends, protocol)
     text = html.render(shown)
     html_path = html_to or (str(local_path(output) / "report.html") if is_local(output) else None)
     if html_path is not None:

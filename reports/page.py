@@ -10,9 +10,11 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from amqpfuzz.spec import DEFAULT_PROTOCOL, OUTSIDE, PROTOCOLS, column_of, reach
+
 from .tables import Rows
 
-__all__ = ["Page", "Trend", "build", "trends"]
+__all__ = ["Matrix", "Page", "Trend", "build", "cell_id", "trends"]
 
 TREND_NIGHTS = 60  # the trend charts show at most this many nights, the latest ones
 STATUS_ORDER = {"new": 0, "regressed": 1, "recurring": 2, "fixed": 3}
@@ -28,14 +30,28 @@ class Trend:
 
 
 @dataclass(frozen=True, slots=True)
+class Matrix:
+    """One protocol's conformance matrix: its targets by the spec's classes (then the few
+    columns for what lies outside the spec); a cell is (failing, judged, total) cases, and
+    the failure signatures behind it."""
+
+    protocol: str
+    rows: list[str]
+    columns: list[str]
+    cells: dict[tuple[str, str], tuple[int, int, int]]
+    failures: dict[tuple[str, str], list[str]]  # signatures
+
+
+@dataclass(frozen=True, slots=True)
 class Page:
     night: dt.date
     headline: dict[str, float]
     trends: list[Trend]
     signatures: Rows  # new, regressed, recurring, fixed; most frequent first
-    heat_rows: list[str]  # targets
-    heat_columns: list[str]  # spec classes
-    heat: dict[tuple[str, str], tuple[int, int, int]]  # failing, judged, total
+    matrices: list[Matrix]  # one per protocol
+    targets: Rows  # per target and protocol: cases by verdict
+    deviations: Rows  # xpass first, then the most frequent
+    scenarios: Rows
     coverage: Rows
     runs: Rows
     divergences: Rows
@@ -63,23 +79,74 @@ def trends(runs: Iterable[Mapping[str, Any]], failing: Mapping[dt.date, int]) ->
     ]
 
 
-def _heat(conformance: Rows) -> dict[tuple[str, str], tuple[int, int, int]]:
-    cells: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0, 0])
-    several = len({r.get("target_protocol") for r in conformance}) > 1
+def cell_id(protocol: str, row: str, column: str) -> str:
+    """The HTML id of a matrix cell's list of failures."""
+    raw = f"cell-{protocol}-{row}-{column}"
+    return "".join(c if c.isalnum() else "-" for c in raw)
+
+
+def _column(protocol: str, spec_ref: str | None) -> str:
+    if protocol not in PROTOCOLS:  # a protocol this installation does not know
+        return "frames" if not spec_ref else spec_ref.split(".")[0].split("/")[0]
+    return column_of(protocol, spec_ref or "")
+
+
+def _order(protocol: str, columns: set[str]) -> list[str]:
+    known = list(reach(protocol).classes) if protocol in PROTOCOLS else []
+    rank = {c: i for i, c in enumerate([*known, *OUTSIDE])}
+    return sorted(columns, key=lambda c: (rank.get(c, len(rank)), c))
+
+
+def _matrices(conformance: Rows, signatures: Rows, default: str) -> list[Matrix]:
+    """A matrix per protocol: each spec_ref's cases added to its target's row, in its
+    column; the signatures failing tonight put in the cells of their targets and spec_ref."""
+    by: dict[str, dict[tuple[str, str], list[int]]] = defaultdict(
+        lambda: defaultdict(lambda: [0, 0, 0])
+    )
     for r in conformance:
-        target = r["target_label"] or "?"
-        if several:  # a target per protocol it was tried in
-            target = f"{target} · AMQP {r.get('target_protocol') or '?'}"
-        cell = cells[(target, r["spec_class"] or "?")]
-        cell[0] += r["fail"] + r["error"]
+        protocol = r.get("target_protocol") or default
+        cell = by[protocol][(r["target_label"] or "?", _column(protocol, r["spec_ref"]))]
+        cell[0] += r["fail"] + r["error"] + r["xpass"]
         cell[1] += r["total"] - r["skip"]
         cell[2] += r["total"]
-    return {key: (a, b, c) for key, (a, b, c) in cells.items()}
+    out = []
+    for protocol in sorted(by):
+        cells = {key: (a, b, c) for key, (a, b, c) in by[protocol].items()}
+        rows = sorted({t for t, _ in cells})
+        failures: dict[tuple[str, str], list[str]] = defaultdict(list)
+        for s in signatures:
+            if s["occurrences"] <= 0:
+                continue
+            column = _column(protocol, s["spec_ref"])
+            for target in s["targets"]:
+                if cells.get((target, column), (0,))[0]:
+                    failures[(target, column)].append(s["signature"])
+        columns = _order(protocol, {c for _, c in cells})
+        out.append(Matrix(protocol, rows, columns, cells, dict(failures)))
+    return out
 
 
-def build(night: dt.date, tables: Mapping[str, Rows], history: Iterable[Trend]) -> Page:
+def _targets(conformance: Rows, default: str) -> Rows:
+    """Per target and protocol: cases in each verdict."""
+    sums: dict[tuple[str, str], dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    for r in conformance:
+        key = (r["target_label"] or "?", r.get("target_protocol") or default)
+        for verdict in ("pass", "fail", "error", "skip", "xfail", "xpass", "total"):
+            sums[key][verdict] += r[verdict]
+    return [
+        {"target_label": t, "target_protocol": p, **counts}
+        for (t, p), counts in sorted(sums.items())
+    ]
+
+
+def build(
+    night: dt.date,
+    tables: Mapping[str, Rows],
+    history: Iterable[Trend],
+    protocol: str = DEFAULT_PROTOCOL,
+) -> Page:
     """The page for ``night`` from the rows of the tables just computed (any nights) and the
-    trend points of earlier nights."""
+    trend points of earlier nights; a record without a protocol was made in ``protocol``."""
 
     def tonight(name: str) -> Rows:
         return [r for r in tables.get(name, []) if r["run_date"] == night]
@@ -90,7 +157,11 @@ def build(night: dt.date, tables: Mapping[str, Rows], history: Iterable[Trend]) 
         key=lambda r: (STATUS_ORDER[r["status"]], -r["occurrences"], r["signature"]),
     )
     ingest = sorted(tonight("ingest"), key=lambda r: r["file"])
-    heat = _heat(tonight("conformance"))
+    conformance = tonight("conformance")
+    deviations = sorted(
+        tonight("deviations"),
+        key=lambda d: (d["verdict"] != "xpass", -d["occurrences"], d["target_label"] or ""),
+    )
     failing: dict[dt.date, int] = defaultdict(int)
     for s in tables.get("signatures", []):
         failing[s["run_date"]] += s["occurrences"] > 0
@@ -110,6 +181,8 @@ def build(night: dt.date, tables: Mapping[str, Rows], history: Iterable[Trend]) 
         "cases_per_s": cases / duration if duration else 0.0,
         "runs": len({r["run_id"] for r in runs}),
         "targets": len({r["target_label"] for r in runs}),
+        "xfails": sum(d["occurrences"] for d in deviations if d["verdict"] == "xfail"),
+        "xpasses": sum(d["occurrences"] for d in deviations if d["verdict"] == "xpass"),
         "records": sum(r["records"] for r in ingest),
         "torn_lines": sum(r["torn_lines"] for r in ingest),
         "duplicates": sum(r["duplicates"] for r in ingest),
@@ -124,9 +197,12 @@ def build(night: dt.date, tables: Mapping[str, Rows], history: Iterable[Trend]) 
         headline=headline,
         trends=[points[n] for n in sorted(points) if n <= night][-TREND_NIGHTS:],
         signatures=signatures,
-        heat_rows=sorted({t for t, _ in heat}),
-        heat_columns=sorted({c for _, c in heat}),
-        heat=heat,
+        matrices=_matrices(conformance, signatures, protocol),
+        targets=_targets(conformance, protocol),
+        deviations=deviations,
+        scenarios=sorted(
+            tonight("scenarios"), key=lambda r: (r["spec_ref"] or "", r["target_label"] or "")
+        ),
         coverage=tonight("coverage"),
         runs=runs,
         divergences=divergences[:100],

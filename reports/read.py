@@ -81,6 +81,10 @@ FACT_KEYS = (
     "observed_outcome",
     "observed_reply_code",
     "signature",
+    "deviation_entry",
+    "profile",
+    "reason",
+    "observed_reply",
 )
 
 
@@ -133,7 +137,8 @@ class Ingest:
     files: list[InputFile]
     stats: dict[str, FileStats]  # by the listed path
     run_dates: dict[str, dt.date]  # the UTC date of each run's first record
-    # run_id -> the totals of its run-<id>.json, and under "protocol" the protocol they are of
+    # run_id -> the totals of its run-<id>.json, under "protocol" the protocol they are of, and
+    # under "exercisable" the names they count (a dimension's list, or None: an older file)
     totals: dict[str, dict[str, Any]]
     facts: DataFrame
     bad_lines: DataFrame | None  # file (Spark's key), text; None when every line was a record
@@ -342,6 +347,13 @@ def _groups(lines: DataFrame, owners: DataFrame | None) -> DataFrame:
         F.col("failure.signature").alias("signature"),
         F.col("failure.oracle").alias("oracle"),
         F.col("failure.message").alias("message"),
+        "deviation_entry",
+        "profile",
+        # the profile's reason for an xfail or xpass; a scenario's reason (why it was skipped)
+        F.coalesce("deviation", F.when(F.col("kind") == "scenario", F.col("reason"))).alias(
+            "reason"
+        ),
+        "observed_reply",
         "reproducer",
         "reproducer_size",
         F.length("case").alias("case_size"),
@@ -421,11 +433,15 @@ def _read_totals(spark: SparkSession, paths: Sequence[str]) -> dict[str, dict[st
         spark.read.schema(TOTALS)
         .option("multiLine", "true")
         .json(list(paths))
-        .select(F.coalesce("run_id", named).alias("run_id"), "protocol", "totals")
+        .select(F.coalesce("run_id", named).alias("run_id"), "protocol", "totals", "exercisable")
         .filter(F.col("totals").isNotNull())
         .collect()
     )
-    return {unquote(r.run_id): r.totals.asDict() | {"protocol": r.protocol} for r in rows}
+    return {
+        unquote(r.run_id): r.totals.asDict()
+        | {"protocol": r.protocol, "exercisable": r.exercisable.asDict() if r.exercisable else {}}
+        for r in rows
+    }
 
 
 def _check(files: list[InputFile], stats: dict[str, FileStats], inputs: Sequence[str]) -> None:

@@ -42,9 +42,12 @@ _OUTCOME = _struct(
     ("method_id", IntegerType()),
 )
 
-# The core of amqpfuzz.fuzzer.records.FIELDS, plus three optional extras the reports use when a
-# record carries them: `scenario` (the scenario file a record ran), `reproducer_size` (bytes of
-# the reproducer file) and `case` (the case itself; read as its JSON text, only its length used).
+# The core of amqpfuzz.fuzzer.records.FIELDS, plus optional extras the reports use when a record
+# carries them: `scenario` (the scenario file a record ran), `reproducer_size` (bytes of the
+# reproducer file), `case` (the case itself; read as its JSON text, only its length used); for
+# an xfail or xpass, the profile's entry that matched (`deviation_entry`, `profile`) and its
+# reason (`deviation`); for a scenario, `reason` (why skipped, or the profile's reason) and
+# `observed_reply` (the reply the broker gave).
 RECORD = _struct(
     ("schema_version", LongType()),
     ("record_id", StringType()),
@@ -79,9 +82,15 @@ RECORD = _struct(
     ("scenario", StringType()),
     ("reproducer_size", LongType()),
     ("case", StringType()),
+    ("deviation", StringType()),
+    ("deviation_entry", StringType()),
+    ("profile", StringType()),
+    ("reason", StringType()),
+    ("observed_reply", StringType()),
 )
 
-# run-<run_id>.json, written by the fuzzer beside its records: what "everything" is for coverage.
+# run-<run_id>.json, written by the fuzzer beside its records: what "everything" is for coverage,
+# counted and (since the files name them) named.
 TOTALS = _struct(
     ("run_id", StringType()),
     ("protocol", StringType()),
@@ -92,6 +101,15 @@ TOTALS = _struct(
             ("rules", LongType()),
             ("scenario_files", LongType()),
             ("mutation_operators", LongType()),
+        ),
+    ),
+    (
+        "exercisable",
+        _struct(
+            *(
+                (name, ArrayType(StringType(), containsNull=False))
+                for name in ("methods", "rules", "scenario_files", "mutation_operators")
+            )
         ),
     ),
 )
@@ -117,6 +135,10 @@ TABLES: dict[str, StructType] = {
         ("cases_per_s", DoubleType()),
         ("failures", LongType()),
         ("errors", LongType()),
+        ("passes", LongType()),
+        ("xfails", LongType()),
+        ("xpasses", LongType()),
+        ("skips", LongType()),
         _NIGHT,
     ),
     "conformance": _struct(
@@ -152,6 +174,36 @@ TABLES: dict[str, StructType] = {
         ("ratio", DoubleType()),
         ("totals_from", StringType()),
         ("protocol", StringType()),
+        ("uncovered", ArrayType(StringType(), containsNull=False)),
+        _NIGHT,
+    ),
+    # the profile entries that matched (xfail) or no longer did (xpass): per target and entry
+    "deviations": _struct(
+        ("target_label", StringType()),
+        ("target_protocol", StringType()),
+        ("profile", StringType()),
+        ("entry", StringType()),
+        ("reason", StringType()),
+        ("verdict", StringType()),
+        ("kinds", ArrayType(StringType(), containsNull=False)),
+        ("spec_refs", ArrayType(StringType(), containsNull=False)),
+        ("occurrences", LongType()),
+        ("first_seen", TimestampType()),
+        ("last_seen", TimestampType()),
+        _NIGHT,
+    ),
+    # scenario records: rule by target, the verdict and what the broker did
+    "scenarios": _struct(
+        ("target_label", StringType()),
+        ("target_protocol", StringType()),
+        ("spec_ref", StringType()),
+        ("scenario", StringType()),
+        ("verdict", StringType()),
+        ("observed_outcome", StringType()),
+        ("observed_reply_code", IntegerType()),
+        ("observed_reply", StringType()),
+        ("reason", StringType()),
+        ("occurrences", LongType()),
         _NIGHT,
     ),
     "divergences": _struct(

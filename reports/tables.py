@@ -28,12 +28,14 @@ __all__ = [
     "Rows",
     "collect",
     "conformance",
+    "deviations",
     "divergences",
     "frame",
     "ingest_health",
     "read_table",
     "rejects",
     "runs",
+    "scenarios",
     "spec_class",
     "write_rows",
     "write_table",
@@ -69,6 +71,10 @@ def runs(facts: DataFrame) -> DataFrame:
         F.sum("n").alias("cases"),
         _cases_if(F.col("verdict") == "fail").alias("failures"),
         _cases_if(F.col("verdict") == "error").alias("errors"),
+        _cases_if(F.col("verdict") == "pass").alias("passes"),
+        _cases_if(F.col("verdict") == "xfail").alias("xfails"),
+        _cases_if(F.col("verdict") == "xpass").alias("xpasses"),
+        _cases_if(F.col("verdict") == "skip").alias("skips"),
     )
     duration = (F.col("end_us") - F.col("start_us")) / 1e6
     return grouped.select(
@@ -86,6 +92,10 @@ def runs(facts: DataFrame) -> DataFrame:
         F.when(duration > 0, F.col("cases") / duration).alias("cases_per_s"),
         "failures",
         "errors",
+        "passes",
+        "xfails",
+        "xpasses",
+        "skips",
         "run_date",
     )
 
@@ -107,6 +117,54 @@ def conformance(facts: DataFrame) -> DataFrame:
         )
         .withColumn("spec_class", spec_class(F.col("spec_ref")))
         .select(*TABLES["conformance"].fieldNames())
+    )
+
+
+def deviations(facts: DataFrame) -> DataFrame:
+    """The profile entries behind tonight's xfails (a known deviation that happened) and
+    xpasses (one that no longer did): per target and entry, how many cases, of which kinds and
+    spec_refs (the first few). Records from before entries were named have ``entry`` null."""
+    known = facts.filter(F.col("verdict").isin("xfail", "xpass"))
+    return (
+        known.groupBy(
+            "run_date",
+            "target_label",
+            "target_protocol",
+            "profile",
+            F.col("deviation_entry").alias("entry"),
+            "reason",
+            "verdict",
+        )
+        .agg(
+            F.array_sort(F.collect_set("kind")).alias("kinds"),
+            F.slice(F.array_sort(F.collect_set("spec_ref")), 1, 5).alias("spec_refs"),
+            F.sum("n").alias("occurrences"),
+            F.min("first_us").alias("first_seen"),
+            F.max("last_us").alias("last_seen"),
+        )
+        .select(*TABLES["deviations"].fieldNames())
+    )
+
+
+def scenarios(facts: DataFrame) -> DataFrame:
+    """Scenario records: per target and scenario file (or rule), each verdict it had and what
+    the broker did."""
+    return (
+        facts.filter(F.col("kind") == "scenario")
+        .groupBy(
+            "run_date",
+            "target_label",
+            "target_protocol",
+            "spec_ref",
+            F.coalesce("scenario", "spec_ref").alias("scenario"),
+            "verdict",
+            "observed_outcome",
+            "observed_reply_code",
+            "observed_reply",
+            "reason",
+        )
+        .agg(F.sum("n").alias("occurrences"))
+        .select(*TABLES["scenarios"].fieldNames())
     )
 
 

@@ -8,12 +8,15 @@ Every layer keeps a package per family under the family's name (``amqpfuzz.spec.
 editing the layers that use them.
 
 A family's ``spec`` package provides ``read(protocol, paths)`` (its model from its files),
-``claims(root)`` (whether a user's XML root element is one of its documents) and
-``read_file(path)``.
+``claims(root)`` (whether a user's XML root element is one of its documents),
+``read_file(path)``, ``reach(protocol)`` (what a client's traffic can exercise: a
+:class:`Reach`) and ``column(protocol, spec_ref, reach)`` (the conformance matrix's column of
+a record's spec_ref).
 """
 
 from __future__ import annotations
 
+import functools
 import importlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,13 +35,17 @@ __all__ = [
     "DATA",
     "DEFAULT_PROTOCOL",
     "FAMILIES",
+    "OUTSIDE",
     "PROTOCOLS",
     "AnySpec",
     "Protocol",
+    "Reach",
+    "column_of",
     "family_of",
     "load",
     "load_file",
     "protocols_of",
+    "reach",
     "spec_totals",
 ]
 
@@ -116,11 +123,53 @@ def protocols_of(family: str) -> tuple[str, ...]:
     return tuple(p.name for p in PROTOCOLS.values() if p.family == family)
 
 
+# The matrix's columns for what is not one of a specification's classes, in the order shown
+# after them: spec_refs that name a rule of no class, programs, and what the spec never defined.
+OUTSIDE = (
+    "domains",
+    "messaging sentences",
+    "transport sentences",
+    "stateful programs",
+    "sasl",
+    "unknown ids",
+    "frames",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Reach:
+    """What a client's traffic can exercise in a protocol, named as records' spec_refs name
+    them: the specification's classes (the conformance matrix's columns, in its order), the
+    methods a client may send (1.0: the performatives), and the rules that those methods,
+    their fields, the classes and the domains carry (1.0: the MUST sentences)."""
+
+    classes: tuple[str, ...]
+    methods: tuple[str, ...]
+    rules: tuple[str, ...]
+
+
+@functools.cache
+def reach(protocol: str) -> Reach:
+    """``protocol``'s :class:`Reach`, as its family's package derives it from the model."""
+    found: Reach = _package(family_of(protocol)).reach(protocol)
+    return found
+
+
+def column_of(protocol: str, spec_ref: str) -> str:
+    """The conformance matrix's column of a record's ``spec_ref``: its class in the
+    specification, or one of the few :data:`OUTSIDE` columns (an unknown class or method id,
+    a broken frame, a program, a sentence of no class)."""
+    if spec_ref == "stateful" or spec_ref.startswith("stateful/"):
+        return "stateful programs"
+    column: str = _package(family_of(protocol)).column(protocol, spec_ref, reach(protocol))
+    return column
+
+
 def spec_totals(protocol: str) -> tuple[int, int]:
-    """What a protocol's specification gives to exercise: its methods (1.0: performatives) and
-    its rules (1.0: MUST sentences), as its family's package counts them."""
-    methods, rules = _package(family_of(protocol)).totals(protocol)
-    return int(methods), int(rules)
+    """What a client's traffic can exercise of a protocol's specification: the methods a
+    client may send (1.0: performatives) and the rules they carry (1.0: MUST sentences)."""
+    found = reach(protocol)
+    return len(found.methods), len(found.rules)
 
 
 def _package(family: str) -> ModuleType:

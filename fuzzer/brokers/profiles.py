@@ -50,6 +50,16 @@ class Deviation:
     operator: str | None = None  # the file's ``mutation`` key: a mutation operator's name
     protocol: str | None = None  # a rule's deviation in this protocol only (0-9, 0-9-1 share refs)
 
+    @property
+    def entry(self) -> str:
+        """Which entry of its profile this is, as a reader finds it in the file: ``signature
+        <pattern>``, ``rule <spec_ref>`` or ``operator <name>``."""
+        if self.signature is not None:
+            return f"signature {self.signature}"
+        if self.rule is not None:
+            return f"rule {self.rule}" + (f" (AMQP {self.protocol})" if self.protocol else "")
+        return f"operator {self.operator}"
+
     def covers(
         self,
         signature: str | None,

@@ -486,7 +486,7 @@ class Campaign:
             case=repr(case) if failure is not None else case.spec_ref,
             required=str(case.expected) if failure is not None else "",
             outcome=str(result.outcome) if failure is not None else "",
-            deviation=verdict.reason if verdict.verdict == "xfail" else None,
+            extra=verdict.known(),
         )
         if crash:
             run.crashes[signature] = [event, 1]

@@ -271,6 +271,7 @@ class ConformanceRun:
             played=played,
             reason=verdict.reason or reason,
             profile=target.profile.name if target.profile else None,
+            extra=verdict.known(),
         )
         if verdict.verdict in ("fail", "xfail", "error"):
             failure = {

@@ -113,19 +113,21 @@ class CaseJudged(Judged):
     """A fuzz case judged on one target. For a failure, ``case`` is its text (operator,
     frames, the reaction required), ``required`` and ``outcome`` the reaction the specification
     requires and what the broker did, in words (for other cases, the words cost more than
-    running the case: ``case`` is its spec reference, the others empty); ``deviation`` is the
-    profile's reason for an xfail."""
+    running the case: ``case`` is its spec reference, the others empty). An xfail's ``extra``
+    names the profile's entry and its reason (:meth:`~.verdicts.Verdict.known`)."""
 
     case: str = ""
     required: str = ""
     outcome: str = ""
-    deviation: str | None = None
+
+    @property
+    def deviation(self) -> str | None:
+        """The profile's reason, for an xfail."""
+        found = self.extra.get("deviation")
+        return str(found) if found is not None else None
 
     def record_fields(self) -> dict[str, Any]:
-        fields = {"case": self.case}
-        if self.deviation is not None:
-            fields["deviation"] = self.deviation
-        return fields | dict(self.extra)
+        return {"case": self.case} | dict(self.extra)
 
 
 @dataclass(frozen=True)

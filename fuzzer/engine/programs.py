@@ -294,6 +294,7 @@ def _judge(
             record_id=record_id,
             programs=count,
             steps=tuple(steps) if broken else (),
+            extra=verdict.known(),
         )
     )
     if reproducer is not None and signature is not None:

@@ -27,6 +27,18 @@ class Verdict:
     verdict: str  # pass, fail, xfail, xpass (and error, skip, which no profile changes)
     reason: str = ""  # the profile's reason for an xfail or xpass
     deviation: Deviation | None = None
+    profile: str | None = None  # the name of the profile that holds ``deviation``
+
+    def known(self) -> dict[str, str]:
+        """The fields an xfail's or xpass's record carries: the profile's reason
+        (``deviation``), which entry of which profile (``deviation_entry``, ``profile``)."""
+        if self.deviation is None:
+            return {}
+        return {
+            "deviation": self.deviation.reason,
+            "deviation_entry": self.deviation.entry,
+            "profile": self.profile or "?",
+        }
 
 
 def judge_against(
@@ -48,11 +60,11 @@ def judge_against(
     deviation = target.deviation(signature, rule, operator, protocol)
     if deviation is None:
         return Verdict(status)
-    if status == "fail":
-        return Verdict("xfail", deviation.reason, deviation)
     name = target.profile.name if target.profile else "?"
+    if status == "fail":
+        return Verdict("xfail", deviation.reason, deviation, name)
     reason = f"the profile {name} records a deviation that did not happen: {deviation.reason}"
-    return Verdict("xpass", reason, deviation)
+    return Verdict("xpass", reason, deviation, name)
 
 
 def diverges(outcomes: Mapping[str, Outcome]) -> dict[str, dict[str, Any]] | None:

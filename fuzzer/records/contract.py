@@ -15,6 +15,7 @@ records as schema 2 ones without those two fields (the scope follows from the ou
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import json
 import os
 import socket
@@ -35,6 +36,7 @@ __all__ = [
     "TOOL_VERSION",
     "VERDICTS",
     "RecordError",
+    "exercisable",
     "read_records",
     "record",
     "worker_name",
@@ -163,28 +165,38 @@ def read_records(path: Path | str, *, strict: bool = True) -> Iterator[dict[str,
 
 
 def write_totals(directory: Path | str, run_id: str, protocol: str = DEFAULT_PROTOCOL) -> Path:
-    """``run-<run_id>.json`` beside the records: how much there is to exercise (the spec's
-    methods and rules, the scenario files, the mutation operators), for the coverage report."""
-    from amqpfuzz.strategies import operators
-
-    totals = {**_spec_totals(protocol), "mutation_operators": len(operators(protocol))}
+    """``run-<run_id>.json`` beside the records: what there was to exercise in the run (the
+    methods a client may send and the rules they carry, the scenario files, the mutation
+    operators), counted (``totals``) and named (``exercisable``), for the coverage report."""
+    named = exercisable(protocol)
+    totals = {dimension: len(names) for dimension, names in named.items()}
     path = Path(directory) / f"run-{run_id}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     # a part file of this writer's own: several (pytest-xdist's workers of one run) may write
     # the same totals at once, and each move is atomic
     part = path.with_name(f"{path.name}.{uuid.uuid4().hex[:12]}.part")
-    part.write_text(json.dumps({"run_id": run_id, "protocol": protocol, "totals": totals}) + "\n")
+    data = {"run_id": run_id, "protocol": protocol, "totals": totals, "exercisable": named}
+    part.write_text(json.dumps(data) + "\n")
     os.replace(part, path)
     return path
 
 
-def _spec_totals(protocol: str) -> dict[str, int | None]:
-    """The methods (1.0: performatives) and rules (1.0: MUST sentences) of the specification,
-    and its scenario files."""
+@functools.cache
+def exercisable(protocol: str) -> dict[str, tuple[str, ...]]:
+    """What there is to exercise in ``protocol``, by coverage dimension, named as records name
+    it: ``methods`` a client may send (1.0: performatives) and ``rules`` their traffic can
+    exercise (1.0: MUST sentences), both from the specification; ``scenario_files``
+    (``protocol/name``); ``mutation_operators``."""
     from amqpfuzz.scenarios import PROTOCOLS, load_all
-    from amqpfuzz.spec import spec_totals
+    from amqpfuzz.spec import reach
+    from amqpfuzz.strategies import operators
 
-    methods, rules = spec_totals(protocol)
+    found = reach(protocol)
     # a protocol without files of its own (0-8, RabbitMQ's 0-9-1) is played 0-9-1's
-    scenarios = len(load_all(protocol if protocol in PROTOCOLS else DEFAULT_PROTOCOL))
-    return {"methods": methods, "rules": rules, "scenario_files": scenarios}
+    scenarios = load_all(protocol if protocol in PROTOCOLS else DEFAULT_PROTOCOL)
+    return {
+        "methods": found.methods,
+        "rules": found.rules,
+        "scenario_files": tuple(f"{s.protocol}/{s.name}" for s in scenarios),
+        "mutation_operators": tuple(str(o.name) for o in operators(protocol)),
+    }

@@ -11,11 +11,13 @@ sans-I/O codec (:mod:`.codec`) is derived from it.
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Sequence
 from pathlib import Path
 
 from lxml import etree
 
+from ..registry import Reach
 from .loader import load, load_family_file
 from .model import AmqpClass, Assert, Constant, Domain, Field, Method, Rule, Spec
 
@@ -29,10 +31,11 @@ __all__ = [
     "Rule",
     "Spec",
     "claims",
+    "column",
     "load",
+    "reach",
     "read",
     "read_file",
-    "totals",
 ]
 
 
@@ -51,7 +54,30 @@ def read_file(path: str) -> Spec:
     return load_family_file(path)
 
 
-def totals(protocol: str) -> tuple[int, int]:
-    """What there is to exercise: the protocol's methods and its rules."""
+def reach(protocol: str) -> Reach:
+    """The classes; the methods a client may send; the rules of the domains, the classes
+    (and their properties), and of the methods a client may send and their fields (a rule of a
+    method only a server sends binds the client, which amqpfuzz is)."""
     spec = load(protocol)
-    return len(spec.methods), sum(1 for _ in spec.rules())
+    rules = [r.ref for d in spec.domains for r in d.rules]
+    for amqp_class in spec.classes:
+        rules += [r.ref for r in amqp_class.rules]
+        rules += [r.ref for p in amqp_class.properties for r in p.rules]
+        for method in amqp_class.methods:
+            if method.sent_by("client"):
+                rules += [r.ref for r in method.rules]
+                rules += [r.ref for f in method.fields for r in f.rules]
+    methods = tuple(m.full_name for m in spec.methods if m.sent_by("client"))
+    return Reach(tuple(c.name for c in spec.classes), methods, tuple(rules))
+
+
+def column(protocol: str, spec_ref: str, reach: Reach) -> str:
+    """A class's name; ``domains`` for a domain's rule; ``unknown ids`` for an unknown class
+    (``class 10028``) or method (``queue.?``); ``frames`` for the rest (heartbeat, content and
+    protocol header cases)."""
+    if spec_ref.startswith("domain:"):
+        return "domains"
+    name = re.split(r"[./]", spec_ref, maxsplit=1)[0]
+    if "?" in spec_ref or re.fullmatch(r"class \d+", name):
+        return "unknown ids"
+    return name if name in reach.classes else "frames"

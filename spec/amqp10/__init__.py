@@ -8,9 +8,10 @@ from pathlib import Path
 
 from lxml import etree
 
+from ..registry import Reach
 from .model import Spec100, load_1_0
 
-__all__ = ["Spec100", "claims", "load_1_0", "performatives", "read", "read_file", "totals"]
+__all__ = ["Spec100", "claims", "column", "load_1_0", "performatives", "reach", "read", "read_file"]
 
 
 @functools.cache  # one model per protocol and process
@@ -41,9 +42,23 @@ def performatives(protocol: str = "1.0") -> tuple[str, ...]:
     return tuple(n for n in types.composites if types.provides(n, ("frame",)))
 
 
-def totals(protocol: str) -> tuple[int, int]:
-    """What there is to exercise: the performatives, and the MUST sentences of the messaging
-    and transport parts."""
+def reach(protocol: str) -> Reach:
+    """The performatives (a client may send each), as the classes and the methods; the MUST
+    sentences of the messaging and transport parts, as the rules."""
     from .sentences import every_sentence
 
-    return len(performatives(protocol)), len(every_sentence())
+    sent = performatives(protocol)
+    return Reach(sent, sent, tuple(s.ref for s in every_sentence()))
+
+
+def column(protocol: str, spec_ref: str, reach: Reach) -> str:
+    """A performative; ``sasl`` for the SASL frames; a sentence's part (``messaging
+    sentences``, ``transport sentences``); ``frames`` for the rest (protocol headers, empty
+    frames, frame types that do not exist)."""
+    if spec_ref in reach.classes:
+        return spec_ref
+    if spec_ref.startswith("sasl"):
+        return "sasl"
+    if "#" in spec_ref:
+        return "transport sentences" if spec_ref.startswith("transport:") else "messaging sentences"
+    return "frames"

@@ -295,7 +295,8 @@ def _shape(item: dict[str, Any]) -> dict[str, Any]:
     return {
         key: sorted(value) if isinstance(value, dict) else type(value).__name__
         for key, value in item.items()
-        if key not in ("reproducer", "failure", "deviation")  # present when they apply
+        # present when they apply
+        if key not in ("reproducer", "failure", "deviation", "deviation_entry", "profile")
     }
 
 

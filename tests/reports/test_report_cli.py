@@ -59,9 +59,11 @@ def test_report_command_writes_tables_and_says_where_the_page_is(tmp_path: Path)
     assert sorted(p.name for p in output.iterdir() if p.is_dir()) == [
         "conformance",
         "coverage",
+        "deviations",
         "divergences",
         "ingest",
         "runs",
+        "scenarios",
         "signatures",
     ]
 
