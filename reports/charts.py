@@ -14,6 +14,7 @@ from html import escape
 __all__ = [
     "BAR_COLOUR",
     "BAR_TRACK",
+    "DOTTED_NIGHTS",
     "HEAT_COLOURS",
     "HEAT_EMPTY",
     "TREND_COLOURS",
@@ -29,6 +30,7 @@ TREND_COLOURS = {
     "signatures": "#8e44ad",
     "cases_per_s": "#d35400",
 }
+DOTTED_NIGHTS = 31  # more nights than this, and a trend is drawn as a line without dots
 BAR_COLOUR = "#16a085"
 BAR_TRACK = "#dfe6e9"
 # Share of failing cases (fail + error) among judged ones (all but skip): upper bound, colour.
@@ -52,7 +54,9 @@ def _fmt(value: float) -> str:
 def line_chart(
     title: str, points: Sequence[tuple[dt.date, float]], colour: str, *, width: int = 290
 ) -> str:
-    """Values over nights, oldest left; each night a dot, the latest value written beside it."""
+    """Values over nights, oldest left: a dot per night (up to :data:`DOTTED_NIGHTS`, then the
+    line alone and the latest night's dot), the latest value written above it, the first and
+    last nights under the axis (one night: a dot in the middle)."""
     height, left, right, top, bottom = 170, 44, 14, 26, 26
     inner_w, inner_h = width - left - right, height - top - bottom
     values = [v for _, v in points]
@@ -77,13 +81,31 @@ def line_chart(
     ]
     if len(coords) > 1:
         line = " ".join(f"{x},{y}" for x, y in coords)
-        parts.append(f'<polyline points="{line}" fill="none" stroke="{colour}" stroke-width="3"/>')
-    for (x, y), (night, value) in zip(coords, points, strict=True):
+        thick = 3 if len(points) <= DOTTED_NIGHTS else 2
         parts.append(
-            f'<circle cx="{x}" cy="{y}" r="5" fill="{colour}">'
-            f"<title>{night}: {_fmt(value)}</title></circle>"
+            f'<polyline points="{line}" fill="none" stroke="{colour}" stroke-width="{thick}"/>'
         )
+    # a dot per night while the dots stand apart; beyond that the line, and the last night's dot
+    dotted = len(points) <= DOTTED_NIGHTS
+    radius = 5 if len(points) <= 15 else 3
+    for i, ((x, y), (night, value)) in enumerate(zip(coords, points, strict=True)):
+        if dotted or i == len(points) - 1:
+            parts.append(
+                f'<circle cx="{x}" cy="{y}" r="{radius}" fill="{colour}">'
+                f"<title>{night}: {_fmt(value)}</title></circle>"
+            )
     if points:
+        x, y = coords[-1]
+        parts.append(
+            f'<text x="{min(x, width - right)}" y="{max(y - 8, 12)}" font-size="10" '
+            f'text-anchor="end" fill="{_TEXT}">{_fmt(points[-1][1])}</text>'
+        )
+    if len(points) == 1:
+        parts.append(
+            f'<text x="{left + inner_w / 2}" y="{height - 8}" font-size="10" text-anchor="middle" '
+            f'fill="{_TEXT}">{points[0][0]}</text>'
+        )
+    elif points:
         parts.append(
             f'<text x="{left}" y="{height - 8}" font-size="10" fill="{_TEXT}">{points[0][0]}</text>'
         )
@@ -113,7 +135,7 @@ def heatmap(
     """Targets (rows) x columns (a protocol's spec classes, then the few outside them); a cell
     is (failing, judged, total) cases, and a link where ``links`` has one for it. The columns
     share ``width`` (at most 92 pixels each), and the picture scales down with its box."""
-    cell_h, left, top = 34, 170, 70
+    cell_h, left, top = 34, 170, 100
     right = 110  # the last column's slanted name
     cell_w = max(48, min(92, (width - left - right) // max(len(columns), 1)))
     width, height = left + cell_w * len(columns) + right, top + cell_h * len(rows) + 10
@@ -153,9 +175,10 @@ def heatmap(
     return "".join(parts)
 
 
-def bars(items: Sequence[tuple[str, int, int | None]], *, width: int = 620) -> str:
-    """One horizontal bar per (label, exercised, total); an unknown total draws no track."""
-    bar_h, gap, left, right = 22, 12, 170, 150
+def bars(items: Sequence[tuple[str, int, int | None]], *, width: int = 680) -> str:
+    """One horizontal bar per (label, exercised, total); an unknown total draws no track, and
+    nothing to exercise (a total of 0) an empty one."""
+    bar_h, gap, left, right = 22, 12, 230, 150
     inner = width - left - right
     height = len(items) * (bar_h + gap) + gap
     parts = [
@@ -164,7 +187,7 @@ def bars(items: Sequence[tuple[str, int, int | None]], *, width: int = 620) -> s
     ]
     for i, (label, done, total) in enumerate(items):
         y = gap + i * (bar_h + gap)
-        share = min(done / total, 1.0) if total else None
+        share = (min(done / total, 1.0) if total else 0.0) if total is not None else None
         parts.append(
             f'<text x="{left - 8}" y="{y + 15}" font-size="12" text-anchor="end" '
             f'fill="{_TEXT}">{escape(label)}</text>'
@@ -178,7 +201,8 @@ def bars(items: Sequence[tuple[str, int, int | None]], *, width: int = 620) -> s
             f'<rect x="{left}" y="{y}" width="{round(filled, 1)}" height="{bar_h}" '
             f'fill="{BAR_COLOUR}"/>'
         )
-        text = f"{done} of {total} ({share:.0%})" if share is not None else f"{done} of ?"
+        text = f"{done} of {total} ({share:.0%})" if total else f"{done} of {total}"
+        text = text if share is not None else f"{done} of ?"
         parts.append(
             f'<text x="{left + inner + 8}" y="{y + 15}" font-size="12" fill="{_TEXT}">{text}</text>'
         )

@@ -15,6 +15,8 @@ from collections.abc import Iterable, Sequence
 from html import escape
 from typing import Any
 
+from amqpfuzz.spec import DEFAULT_PROTOCOL, PROTOCOLS, rule_text
+
 from .charts import TREND_COLOURS, bars, heatmap, line_chart
 from .page import Page, cell_id
 
@@ -31,14 +33,16 @@ padding:8px 14px;min-width:120px;background:#fafafa}.card .n{font-size:24px;font
 table{border-collapse:collapse;width:100%;font-size:13px}th,td{text-align:left;padding:4px 8px;
 border-bottom:1px solid #eee;vertical-align:top}th{background:#f3f3f3}td.num,th.num{text-align:right}
 code{font:12px ui-monospace,monospace;background:#f4f4f4;padding:1px 4px;border-radius:3px;
-word-break:break-all}.status{font-weight:600;text-transform:uppercase;font-size:11px}
+overflow-wrap:anywhere}.status{font-weight:600;text-transform:uppercase;font-size:11px}
 .status.new,.status.regressed{color:#c0392b}.status.fixed{color:#1a7f37}.trends{display:flex;
 flex-wrap:wrap;gap:16px}.none{color:#666;font-style:italic}.msg{color:#555}
 svg.chart{max-width:100%;height:auto}.scroll{overflow-x:auto;max-width:100%}
 .status.xpass,.status.fail,.status.error{color:#c0392b}.status.xfail{color:#8a6d00}
 .status.pass{color:#1a7f37}.status.skip{color:#666}.callout{border-left:4px solid #c0392b;
 background:#fdf0ee;padding:6px 12px;margin:8px 0}details>summary{cursor:pointer;color:#1f5fbf}
-details ul{margin:4px 0 8px;columns:3 220px;font-size:12px}
+details ul{margin:4px 0 8px;columns:3 220px;font-size:12px}details ul.wide{columns:1}
+dl{display:grid;grid-template-columns:max-content 1fr;gap:2px 10px;margin:4px 0;font-size:12px}
+dt{color:#666}dd{margin:0}
 .cells details{margin:2px 0}:target{background:#fff6d6}
 """
 
@@ -122,7 +126,8 @@ def _signature_rows(signatures: Iterable[dict[str, Any]]) -> str:
             (
                 f'<span class="status {s["status"]}">{s["status"]}</span>',
                 f'<code id="{signature_id(s["signature"])}">{escape(s["signature"])}</code>'
-                f'<div class="msg">{escape(s["oracle"] or "")}: {message}</div>',
+                f'<div class="msg">{escape(s["oracle"] or "")}: {message}</div>'
+                + _drill_down(s, command),
                 escape(s["spec_ref"] or ""),
                 escape(", ".join(s["targets"])),
                 _n(s["occurrences"]),
@@ -132,6 +137,25 @@ def _signature_rows(signatures: Iterable[dict[str, Any]]) -> str:
         )
     headers = ("status", "signature", "spec", "targets", "tonight", "first seen", "replay")
     return _table(headers, rows, {4})
+
+
+def _drill_down(s: dict[str, Any], command: str | None) -> str:
+    """A signature's story, behind a click: the nights it failed on, how often, where, the
+    reaction required and the one seen, the rule's text, and the replay of its smallest case."""
+    first, last = _when(s["first_seen"])[:10], _when(s["last_seen"])[:10]
+    protocol = s.get("protocol") or DEFAULT_PROTOCOL
+    text = rule_text(protocol, s["spec_ref"]) if s["spec_ref"] and protocol in PROTOCOLS else None
+    facts = [
+        ("nights", f"first {first}, last {last}: {_n(s['nights_seen'])} night(s)"),
+        ("cases", f"{_n(s['occurrences'])} tonight, {_n(s['total_occurrences'])} in all"),
+        ("targets", ", ".join(s["targets"]) + f" (AMQP {protocol})"),
+        ("expected", s.get("expected") or "?"),
+        ("observed", s.get("observed") or "?"),
+        ("rule", f"{s['spec_ref'] or '?'}: {text}" if text else s["spec_ref"] or "?"),
+    ]
+    items = "".join(f"<dt>{escape(k)}</dt><dd>{escape(v)}</dd>" for k, v in facts)
+    replay = f"<dt>replay</dt><dd><code>{escape(command)}</code></dd>" if command else ""
+    return f'<details class="drill"><summary>details</summary><dl>{items}{replay}</dl></details>'
 
 
 def _failures(page: Page, statuses: tuple[str, ...], empty: str) -> str:
@@ -248,6 +272,9 @@ def _ingest(page: Page) -> str:
     return summary + _table(headers, rows, {2, 3, 4, 5})
 
 
+SHOWN = 12  # rows of a long table shown before the rest, behind a click
+
+
 def _status(verdict: str) -> str:
     return f'<span class="status {escape(verdict)}">{escape(verdict)}</span>'
 
@@ -281,7 +308,14 @@ def _deviations(page: Page) -> str:
         for d in page.deviations
     ]
     headers = ("status", "target", "profile entry", "reason", "spec (first few)", "cases")
-    return _table(headers, rows, {5})
+    shown = max(SHOWN, sum(1 for d in page.deviations if d["verdict"] == "xpass"))
+    table = _table(headers, rows[:shown], {5})
+    if len(rows) > shown:
+        table += (
+            f"<details><summary>{len(rows) - shown} more profile entries</summary>"
+            f"{_table(headers, rows[shown:], {5})}</details>"
+        )
+    return table
 
 
 def _xpass_callout(page: Page) -> str:
@@ -296,32 +330,59 @@ def _xpass_callout(page: Page) -> str:
 
 
 def _scenarios(page: Page) -> str:
-    """Rule by target: each verdict and what the broker did."""
+    """Per protocol, rule by target: each verdict and what the broker did; the rules skipped
+    on every target listed apart, with the reason."""
     if not page.scenarios:
         return (
             '<p class="none">No scenario records tonight (run <code>amqpfuzz scenarios</code>).</p>'
         )
-    targets = sorted({r["target_label"] or "?" for r in page.scenarios})
-    cells: dict[tuple[str, str], list[str]] = {}
-    refs: list[str] = []
-    for r in page.scenarios:
-        ref = r["spec_ref"] or "?"
-        if ref not in refs:
-            refs.append(ref)
-        seen = " ".join(
-            str(x)
-            for x in (r["observed_reply"] or r["observed_outcome"], r["observed_reply_code"])
-            if x
-        )
-        why = f'<div class="msg">{escape(r["reason"][:200])}</div>' if r["reason"] else ""
-        cells.setdefault((ref, r["target_label"] or "?"), []).append(
-            f"{_status(r['verdict'])} {escape(seen)}{why}"
-        )
-    rows = [
-        (f"<code>{escape(ref)}</code>", *("<br>".join(cells.get((ref, t), [])) for t in targets))
-        for ref in refs
-    ]
-    return _table(("rule", *targets), rows, set())
+    parts = []
+    for protocol in sorted({r["target_protocol"] or "?" for r in page.scenarios}):
+        mine = [r for r in page.scenarios if (r["target_protocol"] or "?") == protocol]
+        targets = sorted({r["target_label"] or "?" for r in mine})
+        cells: dict[tuple[str, str], list[str]] = {}
+        skipped: dict[str, str] = {}
+        refs: list[str] = []
+        for r in mine:
+            ref = r["spec_ref"] or "?"
+            if ref not in refs:
+                refs.append(ref)
+            why = escape((r["reason"] or "")[:200])
+            if r["verdict"] == "skip":
+                skipped.setdefault(ref, why)
+                cells.setdefault((ref, r["target_label"] or "?"), []).append(
+                    f'{_status("skip")}<div class="msg">{why}</div>'
+                )
+                continue
+            seen = " ".join(
+                str(x) for x in (r["observed_reply"] or r["observed_outcome"], r["observed_reply_code"])
+                if x
+            )  # fmt: skip
+            note = f'<div class="msg">{why}</div>' if why else ""
+            cells.setdefault((ref, r["target_label"] or "?"), []).append(
+                f"{_status(r['verdict'])} {escape(seen)}{note}"
+            )
+        ran = [ref for ref in refs if any(r["spec_ref"] == ref and r["verdict"] != "skip"
+                                          for r in mine)]  # fmt: skip
+        rows = [
+            (
+                f"<code>{escape(ref)}</code>",
+                *("<br>".join(cells.get((ref, t), [])) for t in targets),
+            )
+            for ref in ran
+        ]
+        parts.append(f"<h3>AMQP {escape(protocol)}</h3>")
+        parts.append(_table(("rule", *targets), rows, set()) if rows else "")
+        idle = [ref for ref in refs if ref not in ran]
+        if idle:
+            items = "".join(
+                f"<li><code>{escape(ref)}</code>: {skipped.get(ref, '')}</li>" for ref in idle
+            )
+            parts.append(
+                f"<details><summary>{len(idle)} rule(s) skipped on every target</summary>"
+                f'<ul class="wide">{items}</ul></details>'
+            )
+    return "".join(parts)
 
 
 def _matrices(page: Page) -> str:

@@ -70,6 +70,9 @@ def _history(spark: SparkSession, output: str, nights: Sequence[dt.date]) -> _Hi
             "spec_ref",
             "message",
             "reproducer",
+            "expected",
+            "observed",
+            "protocol",
         )
     )
     runs = tables.collect(

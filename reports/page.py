@@ -16,7 +16,7 @@ from .tables import Rows
 
 __all__ = ["Matrix", "Page", "Trend", "build", "cell_id", "trends"]
 
-TREND_NIGHTS = 60  # the trend charts show at most this many nights, the latest ones
+TREND_NIGHTS = 90  # the trend charts show at most this many nights, the latest ones
 STATUS_ORDER = {"new": 0, "regressed": 1, "recurring": 2, "fixed": 3}
 
 

@@ -318,6 +318,16 @@ def smallest_first() -> Column:
     )
 
 
+def _reaction(which: str) -> Column:
+    """A reaction in words: ``connection-close 501``, ``session-close amqp:decode-error``."""
+    return F.concat_ws(
+        " ",
+        F.col(f"{which}.outcome"),
+        F.col(f"{which}.reply_code").cast("string"),
+        F.col(f"{which}.condition"),
+    )
+
+
 def _groups(lines: DataFrame, owners: DataFrame | None) -> DataFrame:
     """Pass 3: per file and distinct combination of FACT_KEYS, everything the tables need.
 
@@ -344,6 +354,8 @@ def _groups(lines: DataFrame, owners: DataFrame | None) -> DataFrame:
         F.col("expected.reply_code").alias("expected_reply_code"),
         F.col("observed.outcome").alias("observed_outcome"),
         F.col("observed.reply_code").alias("observed_reply_code"),
+        _reaction("expected").alias("expected_text"),
+        _reaction("observed").alias("observed_text"),
         F.col("failure.signature").alias("signature"),
         F.col("failure.oracle").alias("oracle"),
         F.col("failure.message").alias("message"),
@@ -369,7 +381,16 @@ def _groups(lines: DataFrame, owners: DataFrame | None) -> DataFrame:
             F.when(F.col("owner") == F.col("file"), F.col("record_id"))
         )
     judged = F.col("signature").isNotNull() | (F.col("kind") == "differential")
-    best = F.struct(smallest_first().alias("order"), "oracle", "spec_ref", "message", "reproducer")
+    best = F.struct(
+        smallest_first().alias("order"),
+        "oracle",
+        "spec_ref",
+        "message",
+        "reproducer",
+        F.col("expected_text").alias("expected"),
+        F.col("observed_text").alias("observed"),
+        F.col("target_protocol").alias("protocol"),
+    )
     return flat.groupBy("file", "is_record", *FACT_KEYS).agg(
         F.count("*").alias("lines"),
         counted.alias("n"),

@@ -45,6 +45,9 @@ class Sighting:
     spec_ref: str | None
     message: str | None
     reproducer: str | None
+    expected: str | None = None  # the reaction the spec requires, of the smallest case
+    observed: str | None = None  # and what the broker did
+    protocol: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,6 +85,9 @@ def night_signatures(facts: DataFrame) -> DataFrame:
             "best.spec_ref",
             "best.message",
             "best.reproducer",
+            "best.expected",
+            "best.observed",
+            "best.protocol",
         )
     )
 
@@ -158,6 +164,9 @@ def as_rows(statuses: Iterable[Status]) -> list[dict[str, Any]]:
             "occurrences": r.sighting.occurrences,
             "targets": list(r.sighting.targets),
             "reproducer": r.sighting.reproducer,
+            "expected": r.sighting.expected,
+            "observed": r.sighting.observed,
+            "protocol": r.sighting.protocol,
             "first_seen": r.first_us,
             "last_seen": r.last_us,
             "total_occurrences": r.total_occurrences,

@@ -29,6 +29,7 @@ from .registry import (
     load_file,
     protocols_of,
     reach,
+    rule_text,
     spec_totals,
 )
 
@@ -50,5 +51,6 @@ __all__ = [
     "load_file",
     "protocols_of",
     "reach",
+    "rule_text",
     "spec_totals",
 ]

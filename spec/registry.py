@@ -10,8 +10,8 @@ editing the layers that use them.
 A family's ``spec`` package provides ``read(protocol, paths)`` (its model from its files),
 ``claims(root)`` (whether a user's XML root element is one of its documents),
 ``read_file(path)``, ``reach(protocol)`` (what a client's traffic can exercise: a
-:class:`Reach`) and ``column(protocol, spec_ref, reach)`` (the conformance matrix's column of
-a record's spec_ref).
+:class:`Reach`), ``column(protocol, spec_ref, reach)`` (the conformance matrix's column of a
+record's spec_ref) and ``rule_text(protocol, spec_ref)``.
 """
 
 from __future__ import annotations
@@ -46,6 +46,7 @@ __all__ = [
     "load_file",
     "protocols_of",
     "reach",
+    "rule_text",
     "spec_totals",
 ]
 
@@ -163,6 +164,13 @@ def column_of(protocol: str, spec_ref: str) -> str:
         return "stateful programs"
     column: str = _package(family_of(protocol)).column(protocol, spec_ref, reach(protocol))
     return column
+
+
+def rule_text(protocol: str, spec_ref: str) -> str | None:
+    """The text of the rule (1.0: the sentence) ``spec_ref`` names, if it names one whose
+    specification gives a text."""
+    text: str | None = _package(family_of(protocol)).rule_text(protocol, spec_ref)
+    return text
 
 
 def spec_totals(protocol: str) -> tuple[int, int]:

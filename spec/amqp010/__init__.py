@@ -12,7 +12,16 @@ from lxml import etree
 from ..registry import Reach
 from .model import Spec010, load_0_10
 
-__all__ = ["Spec010", "claims", "column", "load_0_10", "reach", "read", "read_file"]
+__all__ = [
+    "Spec010",
+    "claims",
+    "column",
+    "load_0_10",
+    "reach",
+    "read",
+    "read_file",
+    "rule_text",
+]
 
 
 @functools.cache  # one model per protocol and process
@@ -59,3 +68,8 @@ def column(protocol: str, spec_ref: str, reach: Reach) -> str:
     if "?" in spec_ref or re.fullmatch(r"class \d+", name):
         return "unknown ids"
     return name if name in reach.classes else "frames"
+
+
+def rule_text(protocol: str, spec_ref: str) -> str | None:
+    """None: the model keeps a 0-10 rule's name and place, not its text."""
+    return None

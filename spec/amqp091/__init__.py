@@ -81,3 +81,12 @@ def column(protocol: str, spec_ref: str, reach: Reach) -> str:
     if "?" in spec_ref or re.fullmatch(r"class \d+", name):
         return "unknown ids"
     return name if name in reach.classes else "frames"
+
+
+def rule_text(protocol: str, spec_ref: str) -> str | None:
+    """The rule's ``<doc>``, white space made single spaces."""
+    try:
+        doc = load(protocol).rule(spec_ref).doc
+    except KeyError:
+        return None
+    return " ".join(doc.split()) or None

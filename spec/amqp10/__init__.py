@@ -11,7 +11,17 @@ from lxml import etree
 from ..registry import Reach
 from .model import Spec100, load_1_0
 
-__all__ = ["Spec100", "claims", "column", "load_1_0", "performatives", "reach", "read", "read_file"]
+__all__ = [
+    "Spec100",
+    "claims",
+    "column",
+    "load_1_0",
+    "performatives",
+    "reach",
+    "read",
+    "read_file",
+    "rule_text",
+]
 
 
 @functools.cache  # one model per protocol and process
@@ -62,3 +72,10 @@ def column(protocol: str, spec_ref: str, reach: Reach) -> str:
     if "#" in spec_ref:
         return "transport sentences" if spec_ref.startswith("transport:") else "messaging sentences"
     return "frames"
+
+
+def rule_text(protocol: str, spec_ref: str) -> str | None:
+    """The MUST sentence ``spec_ref`` names."""
+    from .sentences import every_sentence
+
+    return next((s.text for s in every_sentence() if s.ref == spec_ref), None)

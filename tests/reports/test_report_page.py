@@ -1,0 +1,224 @@
+"""The page as a reader meets it, from tables made by hand (no Spark): known deviations with
+their reasons and an xpass called out, a matrix of a few named columns however many unknown
+class ids the night drew, coverage with what was not exercised, a drill-down per signature, and
+trend charts that read from one night to ninety. Headless Chromium renders it at a desktop and
+a narrow width: every section is there and nothing overflows sideways."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import re
+import shutil
+import subprocess
+from html import unescape
+from pathlib import Path
+from typing import Any
+
+import pytest
+from PIL import Image
+
+from amqpfuzz.reports import html, page
+from amqpfuzz.reports.charts import DOTTED_NIGHTS
+from amqpfuzz.reports.page import Trend
+from amqpfuzz.spec import reach
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+NIGHT = dt.date(2026, 6, 30)
+RABBIT = "rabbitmq"
+SECTIONS = ("targets", "new", "deviations", "scenarios", "matrix", "coverage")
+# the page's own measurements, taken by a script added to a copy of it (the page has none);
+# the widest element is looked for outside the boxes that scroll a wide table in place
+MEASURE = """<script>
+const found = {};
+for (const id of %s) found[id] = document.getElementById(id) !== null;
+document.body.insertAdjacentHTML("beforeend", '<pre id="measured">' + JSON.stringify({
+  scroll: document.documentElement.scrollWidth,
+  client: document.documentElement.clientWidth,
+  height: document.documentElement.scrollHeight,
+  sections: found,
+  widest: Math.max(...[...document.querySelectorAll("body *")]
+    .filter(e => e.closest(".scroll") === null || e.classList.contains("scroll"))
+    .map(e => e.getBoundingClientRect().right)),
+}) + "</pre>");
+</script>"""
+
+
+def _conformance() -> list[dict[str, Any]]:
+    """0-9-1 on RabbitMQ: a class per case, then 393 unknown class ids (one case each), a
+    broken frame; 1.0 on the same target: an attach and a sentence."""
+    counts = dict.fromkeys(("pass", "fail", "error", "skip", "xfail", "xpass"), 0)
+
+    def row(ref: str, protocol: str = "0-9-1", **verdicts: int) -> dict[str, Any]:
+        cells = counts | verdicts
+        return {"target_label": RABBIT, "target_protocol": protocol, "spec_ref": ref,
+                **cells, "total": sum(cells.values()), "run_date": NIGHT}  # fmt: skip
+
+    rows = [row(f"{c}.x", **{"pass": 5}) for c in reach("0-9-1").classes]
+    rows += [row(f"class {10000 + i}", xfail=1) for i in range(393)]
+    rows += [row("queue.declare/queue/reserved", fail=3), row("heartbeat", xpass=1)]
+    rows += [row("attach", "1.0", **{"pass": 2}), row("message-format#1", "1.0", fail=1)]
+    return rows
+
+
+def _signature(name: str, ref: str, protocol: str = "0-9-1") -> dict[str, Any]:
+    return {
+        "signature": name, "status": "new", "oracle": "reply-code", "spec_ref": ref,
+        "message": f"{name} happened", "occurrences": 3, "targets": [RABBIT],
+        "reproducer": f"out/reproducers/{name}.json", "expected": "channel-close 403",
+        "observed": "reply", "protocol": protocol, "first_seen": 1_782_000_000_000_000,
+        "last_seen": 1_782_000_060_000_000, "total_occurrences": 7, "nights_seen": 2,
+        "run_date": NIGHT,
+    }  # fmt: skip
+
+
+def _tables(nights: int) -> tuple[dict[str, list[dict[str, Any]]], list[Trend]]:
+    """Tonight's tables, and the trend points of ``nights - 1`` nights before it."""
+    deviation = {
+        "target_label": RABBIT, "target_protocol": "0-9-1", "profile": "rabbitmq-3.10",
+        "reason": "RabbitMQ's reader crashes on an unknown class id", "kinds": ["fuzz"],
+        "first_seen": 0, "last_seen": 0, "run_date": NIGHT,
+    }  # fmt: skip
+    coverage = [
+        {"dimension": "methods", "exercised": 29, "total": 30, "ratio": 29 / 30,
+         "totals_from": "spec", "protocol": "0-9-1", "uncovered": ["basic.recover-async"],
+         "run_date": NIGHT},
+    ]  # fmt: skip
+    tables = {
+        "runs": [{"run_id": "r1", "target_label": RABBIT, "target_product": "RabbitMQ",
+                  "target_version": "3.10.8", "target_protocol": "0-9-1", "workers": 2,
+                  "duration_s": 60.0, "cases": 1000, "cases_per_s": 16.7, "failures": 4,
+                  "errors": 0, "run_date": NIGHT}],
+        "conformance": _conformance(),
+        "signatures": [_signature("sig-reserved", "queue.declare/queue/reserved"),
+                       _signature("sig-bare", "message-format#1", "1.0")],
+        "deviations": [
+            deviation | {"entry": "signature reaction:-:unknown-class:*->socket-close",
+                         "verdict": "xfail", "spec_refs": ["class 10000"], "occurrences": 393},
+            deviation | {"entry": "operator heartbeat-channel", "verdict": "xpass",
+                         "reason": "RabbitMQ used to close with 501", "spec_refs": ["heartbeat"],
+                         "occurrences": 1},
+        ],
+        "scenarios": [{"target_label": RABBIT, "target_protocol": "0-9-1",
+                       "spec_ref": "queue.declare/queue/reserved", "scenario": "0-9-1/q",
+                       "verdict": "xfail", "observed_outcome": "reply",
+                       "observed_reply_code": None, "observed_reply": "queue.declare-ok",
+                       "reason": "RabbitMQ lets amq. names through", "occurrences": 1,
+                       "run_date": NIGHT}],
+        "coverage": coverage,
+        "divergences": [],
+        "ingest": [{"file": "records-r1.jsonl", "state": "complete", "records": 1000,
+                    "duplicates": 0, "torn_lines": 0, "malformed_lines": 0, "run_date": NIGHT}],
+    }  # fmt: skip
+    history = [
+        Trend(NIGHT - dt.timedelta(days=nights - 1 - i), 900 + i, i % 7, i % 5, 15.0 + i % 3)
+        for i in range(nights - 1)
+    ]
+    return tables, history
+
+
+def _page(nights: int) -> tuple[page.Page, str]:
+    tables, history = _tables(nights)
+    shown = page.build(NIGHT, tables, history)
+    return shown, html.render(shown)
+
+
+def test_known_deviations_are_told_with_their_reasons() -> None:
+    shown, text = _page(3)
+    assert (shown.headline["xfails"], shown.headline["xpasses"]) == (393, 1)
+    deviations = text[text.index('id="deviations"') : text.index('id="scenarios"')]
+    assert "RabbitMQ&#x27;s reader crashes on an unknown class id" in deviations
+    assert "signature reaction:-:unknown-class:*-&gt;socket-close" in deviations
+    # the xpass comes first, and is called out with the failures
+    assert deviations.index('status xpass">') < deviations.index('status xfail">')
+    news = text[text.index('id="new"') : text.index('id="deviations"')]
+    assert 'class="callout"' in news and "no longer happen" in news
+
+
+def test_the_matrix_groups_what_lies_outside_the_spec() -> None:
+    shown, text = _page(3)
+    by_protocol = {m.protocol: m for m in shown.matrices}
+    assert by_protocol["0-9-1"].columns == [*reach("0-9-1").classes, "unknown ids", "frames"]
+    assert by_protocol["0-9-1"].cells[(RABBIT, "unknown ids")] == (0, 393, 393)
+    assert by_protocol["1.0"].columns == ["attach", "messaging sentences"]
+    # a failing cell links to its signatures, each of which has its row
+    (link,) = re.findall(r'href="#(cell-0-9-1-[^"]*queue)"', text)
+    listed = text[text.index(f'id="{link}"') :]
+    assert listed.index("sig-reserved") < listed.index("</details>")
+    assert f'id="{html.signature_id("sig-reserved")}"' in text
+
+
+def test_each_signature_drills_down_to_its_story() -> None:
+    _, text = _page(3)
+    story = text[text.index('id="' + html.signature_id("sig-reserved")) :]
+    story = story[: story.index("</details>")]
+    for part in ("first 2026-06-21, last 2026-06-21: 2 night(s)", "3 tonight, 7 in all",
+                 "channel-close 403", "Queue names starting with &quot;amq.&quot; are reserved",
+                 "amqpfuzz replay out/reproducers/sig-reserved.json"):  # fmt: skip
+        assert part in story, part
+
+
+def test_coverage_lists_what_was_not_exercised() -> None:
+    _, text = _page(3)
+    coverage = text[text.index('id="coverage"') :]
+    assert "29 of 30 (97%)" in coverage
+    assert "1 not exercised" in coverage and "<code>basic.recover-async</code>" in coverage
+
+
+@pytest.mark.parametrize("nights", [1, 3, 90])
+def test_trends_read_from_one_night_to_ninety(nights: int) -> None:
+    shown, text = _page(nights)
+    assert len(shown.trends) == nights
+    charts = re.findall(r'<svg class="chart trend".*?</svg>', text)
+    assert len(charts) == 4
+    for chart in charts:
+        dots = chart.count("<circle")
+        assert dots == (nights if nights <= DOTTED_NIGHTS else 1)
+        if nights > 1:
+            (line,) = re.findall(r'<polyline points="([^"]*)"', chart)
+            assert len(line.split()) == nights
+        dates = re.findall(r">(\d{4}-\d\d-\d\d)</text>", chart)
+        assert dates == ([str(NIGHT)] if nights == 1 else [str(shown.trends[0].night), str(NIGHT)])
+
+
+def _chromium(args: list[str], target: Path, profile: Path) -> subprocess.CompletedProcess[str]:
+    assert CHROMIUM, "chromium is not installed (make check installs Debian's chromium)"
+    done = subprocess.run(
+        [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+         "--disable-background-networking", "--disable-component-update",
+         "--force-color-profile=srgb", f"--user-data-dir={profile}", *args, target.as_uri()],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done
+
+
+@pytest.mark.parametrize("nights", [3, 90])
+@pytest.mark.parametrize("width", [1300, 500])  # (headless Chromium is never narrower)
+def test_the_page_fits_the_screen(nights: int, width: int, tmp_path: Path) -> None:
+    """Every section is there, and nothing is wider than the window: no sideways scrolling at
+    a desktop's width or a narrow one; the screenshot has the window's width, and its right
+    margin is bare (nothing drawn up to the edge and cut there)."""
+    _, text = _page(nights)
+    measured = tmp_path / "measured.html"
+    measured.write_text(text.replace("</body>", MEASURE % json.dumps(SECTIONS) + "</body>"))
+    dom = _chromium(
+        [f"--window-size={width},900", "--virtual-time-budget=3000", "--dump-dom"],
+        measured,
+        tmp_path / "profile",
+    ).stdout
+    found = re.findall(r'<pre id="measured">(\{[^<]*)</pre>', dom)
+    assert found, "the measuring script did not run"
+    seen = json.loads(unescape(found[-1]))
+    assert seen["sections"] == dict.fromkeys(SECTIONS, True)
+    assert seen["scroll"] <= seen["client"], f"{seen['scroll']} px wide in {seen['client']}"
+    assert seen["widest"] <= seen["client"]
+    shot = tmp_path / "page.png"
+    plain = tmp_path / "report.html"
+    plain.write_text(text)
+    height = min(int(seen["height"]), 16000)
+    _chromium([f"--window-size={width},{height}", f"--screenshot={shot}"], plain, tmp_path / "p2")
+    image = Image.open(shot).convert("RGB")
+    assert image.size == (width, height)
+    edge = image.crop((width - 8, 0, width, height)).getcolors(maxcolors=1 << 20) or []
+    assert {rgb for _, rgb in edge} <= {(255, 255, 255)}, "something reaches the right edge"
