@@ -15,6 +15,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Iterator
+from html import escape
 from pathlib import Path
 from typing import Any
 
@@ -70,6 +71,11 @@ def test_a_spark_campaign_writes_each_record_once_where_the_report_reads_it(
     )  # fmt: skip
     assert reported.returncode == 0, reported.stdout + reported.stderr
     assert f"processed {len(records):,} records" in reported.stdout
+    # RabbitMQ's known deviations (its bundled profile's) are on the page with their reasons
+    reasons = Counter(r["deviation"] for r in records if r["verdict"] == "xfail")
+    assert reasons, "a campaign on RabbitMQ meets the deviations its profile records"
+    page = (report / "report.html").read_text()
+    assert 'id="deviations"' in page and escape(reasons.most_common(1)[0][0]) in page
 
 
 @pytest.fixture

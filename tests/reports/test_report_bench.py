@@ -32,8 +32,14 @@ def test_report_bench_prints_every_figure(
         ("records_per_s", "20000"),
         ("seconds", "40000"),
         ("records_per_s", "40000"),
+        ("floor_seconds", "20000"),
+        ("floor_seconds", "40000"),
+        ("floor_ratio", "20000"),
+        ("floor_ratio", "40000"),
         ("time_ratio", "[20000, 40000]"),
     }
+    floor = {r["records"]: r["target"] for r in lines if r["figure"] == "floor_ratio"}
+    assert floor == {20000: 3.0, 40000: None}
     rates = [r for r in lines if r["figure"] == "records_per_s"]
     assert {r["target"] for r in rates} == {50_000}
     assert next(r for r in lines if r["figure"] == "time_ratio")["target"] == 2.3
