@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import datetime as dt
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlparse
 
 from pyspark.sql import SparkSession
@@ -88,27 +90,60 @@ def _history(spark: SparkSession, output: str, nights: Sequence[dt.date]) -> _Hi
     )
 
 
+# The tables are small: each of their Spark jobs is mostly a job's fixed cost (scheduling,
+# a commit), which jobs running side by side from threads of the driver share.
+SIDE_BY_SIDE = 4
+
+
 def _tables(ingest: read.Ingest, past: _History, protocol: str) -> dict[str, tables.Rows]:
-    """Every table's rows for the nights read (rejects aside: they stay in Spark)."""
+    """Every table's rows for the nights read (rejects aside: they stay in Spark); the
+    independent Spark jobs run side by side."""
     facts = ingest.facts
-    runs = tables.collect(tables.runs(facts))
-    tonight = signatures.collect_sightings(signatures.night_signatures(facts))
+
+    def covered() -> tables.Rows:
+        found = []
+        for spoken in coverage.protocols(facts, protocol):
+            named = coverage.universes(ingest.run_dates, ingest.totals, spoken)
+            found += coverage.coverage(facts, named, spoken, protocol)
+        return found
+
+    jobs: dict[str, Callable[[], Any]] = {
+        "runs": lambda: tables.collect(tables.runs(facts)),
+        "tonight": lambda: signatures.collect_sightings(signatures.night_signatures(facts)),
+        "conformance": lambda: tables.collect(tables.conformance(facts)),
+        "deviations": lambda: tables.collect(tables.deviations(facts)),
+        "scenarios": lambda: tables.collect(tables.scenarios(facts)),
+        "coverage": covered,
+        "divergences": lambda: tables.collect(tables.divergences(facts)),
+    }
+    with ThreadPoolExecutor(SIDE_BY_SIDE, thread_name_prefix="amqpfuzz-table") as pool:
+        futures = {name: pool.submit(job) for name, job in jobs.items()}
+        done = {name: future.result() for name, future in futures.items()}
+    runs, tonight = done.pop("runs"), done.pop("tonight")
     ran = past.ran + [(r["run_date"], r["target_label"]) for r in runs]
     judged = signatures.statuses(past.sightings + tonight, ran, ingest.nights)
-    covered = []
-    for spoken in coverage.protocols(facts, protocol):
-        named = coverage.universes(ingest.run_dates, ingest.totals, spoken)
-        covered += coverage.coverage(facts, named, spoken, protocol)
     return {
         "runs": runs,
-        "conformance": tables.collect(tables.conformance(facts)),
-        "deviations": tables.collect(tables.deviations(facts)),
-        "scenarios": tables.collect(tables.scenarios(facts)),
+        "conformance": done["conformance"],
+        "deviations": done["deviations"],
+        "scenarios": done["scenarios"],
         "signatures": signatures.as_rows(judged),
-        "coverage": covered,
-        "divergences": tables.collect(tables.divergences(facts)),
+        "coverage": done["coverage"],
+        "divergences": done["divergences"],
         "ingest": tables.ingest_health(ingest),
     }
+
+
+def _write(spark: SparkSession, output: str, made: dict[str, tables.Rows]) -> None:
+    """Each table written, side by side (each to its own path)."""
+
+    def write(name: str) -> None:
+        with read.step(f"write {name}"):
+            tables.write_rows(spark, output, name, made[name])
+
+    with ThreadPoolExecutor(SIDE_BY_SIDE, thread_name_prefix="amqpfuzz-write") as pool:
+        for future in [pool.submit(write, name) for name in made]:
+            future.result()
 
 
 def run(
@@ -135,9 +170,8 @@ def run(
             past = _history(spark, output, nights)
         with read.step("tables"):
             made = _tables(ingest, past, protocol)
-        for name, rows in made.items():
-            with read.step(f"write {name}"):
-                tables.write_rows(spark, output, name, rows)
+        with read.step("write"):
+            _write(spark, output, made)
         rejected = tables.rejects(spark, ingest)
         if rejected is not None:
             with read.step("write rejects"):
