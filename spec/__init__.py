@@ -30,7 +30,6 @@ from .registry import (
     protocols_of,
     reach,
     rule_text,
-    spec_totals,
 )
 
 __all__ = [
@@ -52,5 +51,4 @@ __all__ = [
     "protocols_of",
     "reach",
     "rule_text",
-    "spec_totals",
 ]

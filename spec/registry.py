@@ -47,7 +47,6 @@ __all__ = [
     "protocols_of",
     "reach",
     "rule_text",
-    "spec_totals",
 ]
 
 DATA = Path(__file__).parent / "data"
@@ -171,13 +170,6 @@ def rule_text(protocol: str, spec_ref: str) -> str | None:
     specification gives a text."""
     text: str | None = _package(family_of(protocol)).rule_text(protocol, spec_ref)
     return text
-
-
-def spec_totals(protocol: str) -> tuple[int, int]:
-    """What a client's traffic can exercise of a protocol's specification: the methods a
-    client may send (1.0: performatives) and the rules they carry (1.0: MUST sentences)."""
-    found = reach(protocol)
-    return len(found.methods), len(found.rules)
 
 
 def _package(family: str) -> ModuleType:
