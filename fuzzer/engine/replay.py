@@ -22,7 +22,7 @@ from amqpfuzz.strategies import Case, Reaction
 
 from ..brokers import Target
 from ..protocols import Broken, ProgramStep, driver_for
-from ..records.reproducers import ReproducerError, write_reproducer
+from ..records.reproducers import INLINE, ReproducerError, pack, unpack, write_reproducer
 from . import signatures
 from .runner import Result, Runner
 from .traffic import as_data, from_data, send, survives
@@ -59,9 +59,9 @@ def write_case(
         "level": case.level,
         "channel": case.channel,
         "case": repr(case),
-        "steps": [{"label": step.label, "hex": step.render(channel).hex()} for step in case.steps],
+        "steps": _steps(case, channel),
         # rendered on the channel a replay runs it on (see Runner.run_alone)
-        "bytes_hex": case.render(channel).hex(),
+        **pack(case.render(channel), "bytes_"),
         "channel_number": channel,
         "expected": case.expected.as_dict(),
         "observed": result.outcome.as_record() | {"text": result.outcome.text},
@@ -69,6 +69,17 @@ def write_case(
         "blob_hex": case.blob.hex(),
     }
     return write_reproducer(directory, f"repro-{record_id}", data)
+
+
+def _steps(case: Case, channel: int) -> list[dict[str, Any]]:
+    """Each step's label and size; and its bytes in hex when the whole case is kept in hex
+    (a larger case's bytes are kept once, compressed)."""
+    rendered = [(step.label, step.render(channel)) for step in case.steps]
+    inline = sum(len(data) for _, data in rendered) <= INLINE
+    return [
+        {"label": label, "size": len(data)} | ({"hex": data.hex()} if inline else {})
+        for label, data in rendered
+    ]
 
 
 def write_traffic(
@@ -166,7 +177,7 @@ def _replay_case(data: dict[str, Any], target: Target, signature: str, timeout: 
         reaction = Reaction.from_dict(data["expected"], driver.code)
     except (KeyError, TypeError) as exc:
         raise ReproducerError(f"the reproducer's expected reaction is unreadable: {exc}") from None
-    steps, frames = driver.recorded(bytes.fromhex(data["bytes_hex"]))
+    steps, frames = driver.recorded(unpack(data, "bytes_"))
     case = Case(
         steps,
         reaction,

@@ -20,6 +20,7 @@ from amqpfuzz.spec import AmqpfuzzError
 from ..brokers import Target
 from ..brokers.control import AnyBroker
 from ..protocols import Connection, Driver
+from ..records.reproducers import pack, unpack
 from .runner import Sent
 
 __all__ = ["as_data", "from_data", "minimize", "send", "survives"]
@@ -108,7 +109,7 @@ def minimize(
 def as_data(traffic: Sequence[Sent]) -> list[dict[str, Any]]:
     """The traffic as a reproducer keeps it."""
     return [
-        {"connection": s.connection, "own": s.own, "case": s.case, "hex": s.data.hex()}
+        {"connection": s.connection, "own": s.own, "case": s.case, **pack(s.data)}
         | ({"stage": s.stage} if s.stage is not None else {})
         for s in traffic
     ]
@@ -121,7 +122,7 @@ def from_data(items: Sequence[dict[str, Any]]) -> list[Sent]:
             int(i["connection"]),
             bool(i["own"]),
             i["case"],
-            bytes.fromhex(i["hex"]),
+            unpack(i),
             None if i.get("stage") is None else str(i["stage"]),
         )
         for i in items

@@ -1,27 +1,55 @@
 """Reproducer files: one JSON file per failure, enough to replay it against any broker.
 
-Three kinds (``kind``): a fuzz ``case`` (the exact bytes sent, in hex, step by step, what the
-case needed before it ran, the reaction the specification requires, what the broker did, the
+Three kinds (``kind``): a fuzz ``case`` (the exact bytes sent, in hex, and each step's label
+and size, what the case needed before it ran, the reaction the specification requires, what the broker did, the
 seed and the blob Hypothesis drew), the ``traffic`` of a crash that needs several cases (every
 byte on every connection, in the order it went out) and a stateful ``program`` (its steps, the
 invariant it broke). Files are written atomically (a ``.part`` file renamed into place), and credentials
-never go in: the target is its safe URL. What a reproducer holds is made, and replayed, by
+never go in: the target is its safe URL. Bytes are hex up to ``INLINE`` octets; more (a frame
+past frame-max, mostly one octet repeated) are kept zlib-compressed in base64 (``bytes_zlib``,
+or a traffic segment's ``zlib``), which keeps a minute of such failures in megabytes rather than
+hundreds of them. What a reproducer holds is made, and replayed, by
 :mod:`amqpfuzz.fuzzer.engine.replay`; this module only writes and reads the files.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
 import time
+import zlib
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from amqpfuzz.spec import AmqpfuzzError
 
-__all__ = ["FORMAT", "REPRODUCER_KINDS", "ReproducerError", "load_reproducer", "write_reproducer"]
+__all__ = [
+    "FORMAT", "INLINE", "REPRODUCER_KINDS", "ReproducerError", "load_reproducer", "pack",
+    "unpack", "write_reproducer",
+]  # fmt: skip
 
 FORMAT = 1
 REPRODUCER_KINDS = ("case", "program", "traffic")
+INLINE = 64 * 1024  # octets kept as readable hex; more are kept compressed
+
+
+def pack(data: bytes, key: str = "") -> dict[str, str]:
+    """``data`` under ``KEYhex`` (up to INLINE octets) or ``KEYzlib`` (base64 of zlib)."""
+    if len(data) <= INLINE:
+        return {f"{key}hex": data.hex()}
+    return {f"{key}zlib": base64.b64encode(zlib.compress(data)).decode("ascii")}
+
+
+def unpack(item: Mapping[str, Any], key: str = "") -> bytes:
+    """The octets :func:`pack` kept under ``key`` (KeyError: neither; ValueError: unreadable)."""
+    if f"{key}hex" in item:
+        return bytes.fromhex(item[f"{key}hex"])
+    try:
+        return zlib.decompress(base64.b64decode(item[f"{key}zlib"], validate=True))
+    except (binascii.Error, zlib.error) as exc:
+        raise ValueError(f"{key}zlib is not base64 of zlib data ({exc})") from None
 
 
 class ReproducerError(AmqpfuzzError):
@@ -59,15 +87,17 @@ def load_reproducer(path: Path | str) -> dict[str, Any]:
     kind = data.setdefault("kind", "case")  # files written before there were two kinds
     if kind == "case":
         try:
-            bytes.fromhex(data["bytes_hex"])
+            unpack(data, "bytes_")
         except KeyError:
             raise ReproducerError(f"{path}: not an amqpfuzz reproducer (no bytes_hex)") from None
-        except (TypeError, ValueError):
-            raise ReproducerError(f"{path}: bytes_hex is not hexadecimal") from None
+        except (TypeError, ValueError) as exc:
+            why = exc if "zlib" in str(exc) else "bytes_hex is not hexadecimal"
+            raise ReproducerError(f"{path}: {why}") from None
     elif kind == "traffic":
         traffic = data.get("traffic")
         if not isinstance(traffic, list) or not all(
-            isinstance(s, dict) and {"connection", "hex"} <= set(s) for s in traffic
+            isinstance(s, dict) and "connection" in s and ("hex" in s or "zlib" in s)
+            for s in traffic
         ):
             raise ReproducerError(f"{path}: a traffic reproducer needs its traffic")
     elif kind == "program":

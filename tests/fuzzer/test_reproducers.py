@@ -3,11 +3,13 @@ program's steps, on real brokers; and stateful programs reach an ``amqps://`` ta
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import shutil
 import subprocess
 import sys
+import zlib
 from pathlib import Path
 
 import pytest
@@ -42,6 +44,29 @@ def test_a_case_reproducer_replays_with_the_command(rabbitmq: Broker, tmp_path: 
     again = amqpfuzz("replay", reproducer, "--url", rabbitmq.url)
     assert again.returncode == 1, again.stdout + again.stderr
     assert "still failing: reaction:-:unknown-class:connection-close/503->" in again.stdout
+
+
+def test_a_case_past_the_inline_size_is_kept_compressed_and_replays(
+    rabbitmq: Broker, tmp_path: Path
+) -> None:
+    """RabbitMQ takes a body frame past frame-max (131,072 octets): the failing case's bytes
+    are kept once, compressed, in a file of a few kilobytes; its steps name their sizes; and
+    the file replays the failure."""
+    done = amqpfuzz(
+        "run", "--url", rabbitmq.url, "--operators", "above-frame-max", "--valid-share", "0",
+        "--max-examples", "30", "--profile", "none", "--out", str(tmp_path), "--seed", "1",
+    )  # fmt: skip
+    assert done.returncode == 1, done.stdout + done.stderr
+    failed = [r for r in records_in(tmp_path) if r["verdict"] == "fail"]
+    reproducer = Path(str(failed[0]["reproducer"]))
+    data = load_reproducer(reproducer)
+    assert "bytes_hex" not in data and reproducer.stat().st_size < 64 * 1024
+    sizes = [step["size"] for step in data["steps"]]
+    assert max(sizes) > 131072 and all("hex" not in step for step in data["steps"])
+    assert len(zlib.decompress(base64.b64decode(data["bytes_zlib"]))) >= sum(sizes)
+    again = amqpfuzz("replay", str(reproducer), "--url", rabbitmq.url)
+    assert again.returncode == 1, again.stdout + again.stderr
+    assert "still failing: reaction:-:above-frame-max:connection-close/501->" in again.stdout
 
 
 def test_a_program_reproducer_replays_with_the_command(
@@ -102,6 +127,7 @@ def test_a_stateful_run_reaches_an_amqps_target(tmp_path: Path) -> None:
         ({"format": 1, "kind": "bogus"}, "unknown kind of reproducer"),
         ({"format": 1, "kind": "program", "steps": "no"}, "needs a list of steps"),
         ({"format": 1, "kind": "case"}, "no bytes_hex"),
+        ({"format": 1, "kind": "case", "bytes_zlib": "eJw="}, "bytes_zlib is not base64 of zlib"),
         ({"format": 2}, "not an amqpfuzz reproducer"),
     ],
 )
