@@ -27,7 +27,7 @@ from pyspark.sql import functions as F
 from amqpfuzz.fuzzer.records import exercisable
 from amqpfuzz.spec import DEFAULT_PROTOCOL
 
-__all__ = ["DIMENSIONS", "Universe", "coverage", "protocols", "universes"]
+__all__ = ["DIMENSIONS", "Seen", "Universe", "coverage", "seen", "universes"]
 
 DIMENSIONS = ("methods", "rules", "scenario_files", "mutation_operators")
 # a dimension's names, and where they came from (run-file or spec)
@@ -36,12 +36,6 @@ Universe = dict[str, tuple[tuple[str, ...], str]]
 
 def _protocol_of(default: str) -> Column:
     return F.coalesce(F.col("target_protocol"), F.lit(default))
-
-
-def protocols(facts: DataFrame, default: str = DEFAULT_PROTOCOL) -> list[str]:
-    """The protocols the records were made in (a record without one: ``default``)."""
-    found = facts.select(_protocol_of(default).alias("p")).distinct().collect()
-    return sorted(str(r.p) for r in found)
 
 
 def universes(
@@ -69,24 +63,30 @@ def universes(
     return out
 
 
-def _seen(facts: DataFrame, protocol: str, default: str) -> dict[dt.date, dict[str, set[str]]]:
-    """Per night, the distinct spec_refs (``ref``), mutations (``op``) and scenario files
-    (``file``) of ``protocol``'s records."""
-    mine = facts.filter(_protocol_of(default) == protocol)
+# per protocol, night and kind of name (``ref``, ``op``, ``file``): the names seen
+Seen = dict[str, dict[dt.date, dict[str, set[str]]]]
+
+
+def seen(facts: DataFrame, default: str = DEFAULT_PROTOCOL) -> Seen:
+    """Per protocol the records were made in (a record without one: ``default``) and night,
+    the distinct spec_refs (``ref``), mutations (``op``) and scenario files (``file``)."""
+    protocol = _protocol_of(default).alias("protocol")
     scenario = F.coalesce(F.col("scenario"), F.when(F.col("kind") == "scenario", F.col("spec_ref")))
     parts = [
-        mine.select("run_date", F.lit(what).alias("what"), value.alias("value"))
+        facts.select(protocol, "run_date", F.lit(what).alias("what"), value.alias("value"))
         for what, value in (
             ("ref", F.col("spec_ref")),
             ("op", F.col("mutation")),
             ("file", scenario),
         )
     ]
-    rows = reduce(DataFrame.unionAll, parts).where(F.col("value").isNotNull()).distinct().collect()
-    seen: dict[dt.date, dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
+    rows = reduce(DataFrame.unionAll, parts).distinct().collect()
+    found: Seen = defaultdict(lambda: defaultdict(lambda: defaultdict(set)))
     for row in rows:
-        seen[row.run_date][row.what].add(row.value)
-    return seen
+        names = found[row.protocol][row.run_date][row.what]  # a protocol's nights: all kept
+        if row.value is not None:
+            names.add(row.value)
+    return found
 
 
 def _exercised(dimension: str, names: Iterable[str], seen: Mapping[str, set[str]]) -> set[str]:
@@ -103,15 +103,15 @@ def _exercised(dimension: str, names: Iterable[str], seen: Mapping[str, set[str]
 
 
 def coverage(
-    facts: DataFrame,
+    nights: Mapping[dt.date, Mapping[str, set[str]]],
     named: Mapping[dt.date, Universe],
     protocol: str = DEFAULT_PROTOCOL,
-    default: str = DEFAULT_PROTOCOL,
 ) -> list[dict[str, Any]]:
-    """Four rows per night for ``protocol``'s records: exercised, total, their ratio, where
-    the names came from, and the names not exercised."""
+    """Four rows per night of ``protocol``'s records (``nights``: what :func:`seen` found for
+    it): exercised, total, their ratio, where the names came from, and the names not
+    exercised."""
     rows = []
-    for night, seen in sorted(_seen(facts, protocol, default).items()):
+    for night, seen in sorted(nights.items()):
         for dimension in DIMENSIONS:
             names, source = named[night][dimension]
             hit = _exercised(dimension, names, seen)

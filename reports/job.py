@@ -9,10 +9,9 @@ from __future__ import annotations
 import datetime as dt
 from collections import Counter
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 from urllib.parse import urlparse
 
 from pyspark.sql import SparkSession
@@ -55,11 +54,14 @@ class _History:
     trends: list[page.Trend]
 
 
-def _history(spark: SparkSession, output: str, nights: Sequence[dt.date]) -> _History:
-    """Read before the job overwrites anything (Spark reads lazily, and the same paths are
-    about to be written); the nights being processed are left out."""
+def _read_history(
+    spark: SparkSession, output: str
+) -> tuple[list[signatures.Sighting], tables.Rows]:
+    """Every night the output holds: the signatures that failed, and the runs. Read (and
+    collected) before the job overwrites anything: Spark reads lazily, and the same paths are
+    about to be written."""
     sightings = signatures.collect_sightings(
-        tables.read_table(spark, output, "signatures", except_nights=nights)
+        tables.read_table(spark, output, "signatures")
         .filter("occurrences > 0")
         .select(
             "run_date",
@@ -78,10 +80,19 @@ def _history(spark: SparkSession, output: str, nights: Sequence[dt.date]) -> _Hi
         )
     )
     runs = tables.collect(
-        tables.read_table(spark, output, "runs", except_nights=nights).select(
+        tables.read_table(spark, output, "runs").select(
             "run_date", "target_label", "cases", "failures", "duration_s"
         )
     )
+    return sightings, runs
+
+
+def _history(
+    read: tuple[list[signatures.Sighting], tables.Rows], nights: Sequence[dt.date]
+) -> _History:
+    """The earlier nights: those read, less the nights being processed."""
+    sightings = [s for s in read[0] if s.run_date not in nights]
+    runs = [r for r in read[1] if r["run_date"] not in nights]
     failing = Counter(s.run_date for s in sightings)
     return _History(
         sightings=sightings,
@@ -90,60 +101,50 @@ def _history(spark: SparkSession, output: str, nights: Sequence[dt.date]) -> _Hi
     )
 
 
-# The tables are small: each of their Spark jobs is mostly a job's fixed cost (scheduling,
-# a commit), which jobs running side by side from threads of the driver share.
-SIDE_BY_SIDE = 4
-
-
-def _tables(ingest: read.Ingest, past: _History, protocol: str) -> dict[str, tables.Rows]:
-    """Every table's rows for the nights read (rejects aside: they stay in Spark); the
-    independent Spark jobs run side by side."""
+def _tables(
+    spark: SparkSession, output: str, ingest: read.Ingest, past: _History, protocol: str
+) -> dict[str, tables.Rows]:
+    """Every table's rows for the nights read (rejects aside: they stay in Spark), each
+    written as soon as it is made (each to its own path); the independent Spark jobs run
+    side by side."""
     facts = ingest.facts
+    futures: dict[str, Future[tables.Rows]] = {}
 
     def covered() -> tables.Rows:
         found = []
-        for spoken in coverage.protocols(facts, protocol):
+        for spoken, nights in sorted(coverage.seen(facts, protocol).items()):
             named = coverage.universes(ingest.run_dates, ingest.totals, spoken)
-            found += coverage.coverage(facts, named, spoken, protocol)
+            found += coverage.coverage(nights, named, spoken)
         return found
 
-    jobs: dict[str, Callable[[], Any]] = {
+    def signed() -> tables.Rows:
+        tonight = signatures.collect_sightings(signatures.night_signatures(facts))
+        # submitted first, so already taken by a thread of its own: waiting cannot deadlock
+        runs = futures["runs"].result()
+        ran = past.ran + [(r["run_date"], r["target_label"]) for r in runs]
+        return signatures.as_rows(signatures.statuses(past.sightings + tonight, ran, ingest.nights))
+
+    makers: dict[str, Callable[[], tables.Rows]] = {
         "runs": lambda: tables.collect(tables.runs(facts)),
-        "tonight": lambda: signatures.collect_sightings(signatures.night_signatures(facts)),
+        "signatures": signed,
         "conformance": lambda: tables.collect(tables.conformance(facts)),
         "deviations": lambda: tables.collect(tables.deviations(facts)),
         "scenarios": lambda: tables.collect(tables.scenarios(facts)),
         "coverage": covered,
         "divergences": lambda: tables.collect(tables.divergences(facts)),
-    }
-    with ThreadPoolExecutor(SIDE_BY_SIDE, thread_name_prefix="amqpfuzz-table") as pool:
-        futures = {name: pool.submit(job) for name, job in jobs.items()}
-        done = {name: future.result() for name, future in futures.items()}
-    runs, tonight = done.pop("runs"), done.pop("tonight")
-    ran = past.ran + [(r["run_date"], r["target_label"]) for r in runs]
-    judged = signatures.statuses(past.sightings + tonight, ran, ingest.nights)
-    return {
-        "runs": runs,
-        "conformance": done["conformance"],
-        "deviations": done["deviations"],
-        "scenarios": done["scenarios"],
-        "signatures": signatures.as_rows(judged),
-        "coverage": done["coverage"],
-        "divergences": done["divergences"],
-        "ingest": tables.ingest_health(ingest),
+        "ingest": lambda: tables.ingest_health(ingest),
     }
 
-
-def _write(spark: SparkSession, output: str, made: dict[str, tables.Rows]) -> None:
-    """Each table written, side by side (each to its own path)."""
-
-    def write(name: str) -> None:
+    def make(name: str) -> tables.Rows:
+        rows = makers[name]()
         with read.step(f"write {name}"):
-            tables.write_rows(spark, output, name, made[name])
+            tables.write_rows(spark, output, name, rows)
+        return rows
 
-    with ThreadPoolExecutor(SIDE_BY_SIDE, thread_name_prefix="amqpfuzz-write") as pool:
-        for future in [pool.submit(write, name) for name in made]:
-            future.result()
+    with ThreadPoolExecutor(len(makers), thread_name_prefix="amqpfuzz-table") as pool:
+        for name in makers:
+            futures[name] = pool.submit(make, name)
+        return {name: future.result() for name, future in futures.items()}
 
 
 def run(
@@ -162,25 +163,33 @@ def run(
 
     Raises :class:`~amqpfuzz.reports.read.ReportInputError` for input no report can be made of.
     """
-    with read.step("read"):
-        ingest = read.ingest(spark, inputs, now=now, settle=settle)
+    # The history's few small jobs run beside the ingest's large ones.
+    with ThreadPoolExecutor(1, thread_name_prefix="amqpfuzz-history") as pool:
+        history = pool.submit(_read_history, spark, output)
+        with read.step("read"):
+            ingest = read.ingest(spark, inputs, now=now, settle=settle)
+        try:
+            with read.step("history"):
+                earlier = history.result()
+        except BaseException:
+            ingest.release()
+            raise
     try:
         nights = ingest.nights
-        with read.step("history"):
-            past = _history(spark, output, nights)
+        past = _history(earlier, nights)
         with read.step("tables"):
-            made = _tables(ingest, past, protocol)
-        with read.step("write"):
-            _write(spark, output, made)
+            made = _tables(spark, output, ingest, past, protocol)
         rejected = tables.rejects(spark, ingest)
         if rejected is not None:
             with read.step("write rejects"):
                 tables.write_table(rejected, output, "rejects")
     finally:
-        ingest.release()
+        with read.step("release"):
+            ingest.release()
     night = nights[-1]
-    shown = page.build(night, made, past.trends, protocol)
-    text = html.render(shown)
+    with read.step("page"):
+        shown = page.build(night, made, past.trends, protocol)
+        text = html.render(shown)
     html_path = html_to or (str(local_path(output) / "report.html") if is_local(output) else None)
     if html_path is not None:
         Path(html_path).parent.mkdir(parents=True, exist_ok=True)

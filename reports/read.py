@@ -6,15 +6,18 @@ or object storage. The listing comes back to the driver, which decides what to r
 ``output=records``; ``*.jsonl.part`` files once they have not changed for the settle time
 (older ones are abandoned runs whose records still count).
 
-The lines are read in three passes, each parsing a line once with the explicit schema (Spark's
-JSON reader parses only the fields a pass uses):
+The lines are read in two passes (and more, rarely), each parsing a line at most once with the
+explicit schema (Spark's JSON reader parses only the fields a pass uses):
 
-1. text only: per file its lines and bytes, which tell whether the file ends with a newline;
-2. record ids: which records were read more than once (a retried upload, a copied file),
-   found in the text and confirmed by parsing only the lines they name;
+1. text only: per record id (as the text names it, hashed), the ids found on more than one
+   line; and per file its blank lines (which the JSON reader skips);
+2. only if there are such ids: which records were read more than once (a retried upload, a
+   copied file), confirmed by parsing only the lines whose ids hash alike;
 3. everything, aggregated at once into *facts*: one row per distinct combination of the fields
    the tables group by, with counts, times and the smallest reproducer. Each record counts
-   once; every table is then computed from the facts, which are small and cached.
+   once; every table is then computed from the facts, which are small and cached;
+4. only the files with a line that is not a record, again as text: whether they end with a
+   newline, and if not, their last line.
 
 A line that is not a record is never fatal: the last line of a file that does not end with a
 newline is *torn* (a writer killed mid-line); any other is *malformed*. Both are counted and kept
@@ -28,6 +31,7 @@ import logging
 import re
 import time
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -35,7 +39,7 @@ from urllib.parse import unquote
 
 from pyspark import StorageLevel
 from pyspark.errors import AnalysisException
-from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import StringType, StructField, StructType
 
@@ -49,8 +53,10 @@ __all__ = [
     "Ingest",
     "InputFile",
     "ReportInputError",
+    "divergence",
     "ingest",
     "list_inputs",
+    "signed_failure",
 ]
 
 # What a fuzzer leaves in its directory: finished files, files being written, run totals; and
@@ -201,12 +207,18 @@ def list_inputs(
     return sorted(files, key=lambda f: f.path)
 
 
-def _is_record(get: Callable[[str], Column]) -> Column:
-    """A line is a record when it has the identity fields and a readable time stamp."""
+def _is_record(get: Callable[[str], Column], ts_us: Column | None = None) -> Column:
+    """A line is a record when it has the identity fields and a readable time stamp
+    (``ts_us``, when the caller has it already)."""
     required = ("schema_version", "record_id", "run_id", "verdict")
     present = [get(name).isNotNull() for name in required]
-    stamped = F.try_to_timestamp(get("ts")).isNotNull()
+    stamped = (_micros(get("ts")) if ts_us is None else ts_us).isNotNull()
     return _all(*present, stamped)
+
+
+def _micros(ts: Column) -> Column:
+    """A record's time stamp in microseconds since the epoch; null if it is not one."""
+    return F.unix_micros(F.try_to_timestamp(ts))
 
 
 def _all(*conditions: Column) -> Column:
@@ -224,15 +236,40 @@ def _records(spark: SparkSession, paths: Sequence[str]) -> DataFrame:
         .option("mode", "PERMISSIVE")
         .option("columnNameOfCorruptRecord", CORRUPT)
         .json(list(paths))
-        .withColumns({"file": F.col("_metadata.file_path"), "is_record": _is_record(F.col)})
+        .withColumn("ts_us", _micros(F.col("ts")))
+        .withColumns(
+            {"file": F.col("_metadata.file_path"), "is_record": _is_record(F.col, F.col("ts_us"))}
+        )
     )
 
 
-def _text_stats(spark: SparkSession, paths: Sequence[str]) -> dict[str, tuple[int, str | None]]:
-    """Per file (Spark's key): its line count and, when it does not end with a newline, its
-    last line (the only one that can be torn)."""
+def _scan_text(spark: SparkSession, paths: Sequence[str]) -> tuple[dict[str, int], list[int]]:
+    """One pass over the text, cheaper than parsing: per file (Spark's key) its blank lines,
+    which the JSON reader skips; and the hashes of the record ids found on more than one line
+    (the id the line's first ``"record_id"`` names): candidates for duplicates, usually none.
+    A line has an id or is blank or neither, so one grouping finds both."""
     rows = (
         spark.read.text(list(paths))
+        .select(
+            _id_hash(F.regexp_extract("value", RECORD_ID, 1)).alias("id_hash"),
+            F.when(F.trim("value") == "", F.col("_metadata.file_path")).alias("blank_in"),
+        )
+        .groupBy("id_hash", "blank_in")
+        .agg(F.count("*").alias("lines"))
+        .filter(
+            (F.col("id_hash").isNotNull() & (F.col("lines") > 1)) | F.col("blank_in").isNotNull()
+        )
+        .collect()
+    )
+    blank = {r.blank_in: r.lines for r in rows if r.blank_in is not None}
+    return blank, [r.id_hash for r in rows if r.id_hash is not None]
+
+
+def _torn(spark: SparkSession, keys: Sequence[str]) -> dict[str, str]:
+    """Of the files ``keys`` (Spark's), those whose last line is not a record and has no
+    newline after it, with that line: torn by a writer killed while writing it."""
+    rows = (
+        spark.read.text([unquote(k) for k in keys])
         .groupBy(F.col("_metadata.file_path").alias("file"))
         .agg(
             F.count("*").alias("lines"),
@@ -243,8 +280,12 @@ def _text_stats(spark: SparkSession, paths: Sequence[str]) -> dict[str, tuple[in
     )
     # Without a final newline a file's bytes are its lines' bytes plus one fewer newline.
     open_ended = [r.file for r in rows if r.bytes + r.lines == r.size + 1]
-    last = _last_lines(spark, open_ended) if open_ended else {}
-    return {r.file: (r.lines, last.get(r.file)) for r in rows}
+    return _last_lines(spark, open_ended) if open_ended else {}
+
+
+def _id_hash(record_id: Column) -> Column:
+    """A record id as a number to group by (cheaper than its text); null for none."""
+    return F.when(record_id != "", F.xxhash64(record_id))
 
 
 def _last_lines(spark: SparkSession, keys: Sequence[str]) -> dict[str, str]:
@@ -268,54 +309,47 @@ def _last_lines(spark: SparkSession, keys: Sequence[str]) -> dict[str, str]:
     return {r.file: r.last for r in rows}
 
 
-def _duplicated(spark: SparkSession, paths: Sequence[str]) -> DataFrame | None:
+def _duplicated(spark: SparkSession, paths: Sequence[str], hashes: list[int]) -> DataFrame:
     """Record ids read more than once, each with the file whose copy counts (the first by
-    name); None when there are none, the usual case.
-
-    Candidates come from a scan of the text (the id the line's first ``"record_id"`` names),
-    which is cheaper than parsing; only lines with a candidate id are then parsed to confirm.
-    """
-    candidates = (
-        spark.read.text(list(paths))
-        .select(F.regexp_extract("value", RECORD_ID, 1).alias("record_id"))
-        .filter(F.col("record_id") != "")
+    name), found by parsing only the lines whose id hashes as a candidate's; none may be."""
+    candidates = spark.createDataFrame([(h,) for h in hashes], "id_hash long")
+    return (
+        _records(spark, paths)
+        .filter("is_record")
+        .join(
+            F.broadcast(candidates), _id_hash(F.col("record_id")) == F.col("id_hash"), "left_semi"
+        )
         .groupBy("record_id")
-        .count()
-        .filter("count > 1")
-        .select("record_id")
+        .agg(F.count("*").alias("copies"), F.min("file").alias("owner"))
+        .filter("copies > 1")
+        .select("record_id", "owner")
         .persist(StorageLevel.MEMORY_AND_DISK)
     )
-    try:
-        if candidates.isEmpty():
-            return None
-        owners = (
-            _records(spark, paths)
-            .filter("is_record")
-            .join(candidates, "record_id", "left_semi")
-            .groupBy("record_id")
-            .agg(F.count("*").alias("copies"), F.min("file").alias("owner"))
-            .filter("copies > 1")
-            .select("record_id", "owner")
-            .persist(StorageLevel.MEMORY_AND_DISK)
-        )
-    finally:
-        candidates.unpersist()
-    if owners.isEmpty():
-        owners.unpersist()
-        return None
-    return owners
 
 
-def smallest_first() -> Column:
+def smallest_first(prefix: str = "") -> Column:
     """The order of reproducers: one that exists, then the smallest file, the shortest case,
-    and the path and record id last so that the choice never depends on reading order."""
+    and the path last (then the other fields of the struct it leads) so that the choice never
+    depends on reading order. ``prefix``: of the columns' names."""
     return F.struct(
-        F.col("reproducer").isNull().alias("missing"),
-        F.coalesce("reproducer_size", F.lit(_MAX)).alias("size"),
-        F.coalesce("case_size", F.lit(_MAX)).alias("case_size"),
-        F.col("reproducer"),
-        F.col("record_id"),
+        F.col(f"{prefix}reproducer").isNull().alias("missing"),
+        F.coalesce(f"{prefix}reproducer_size", F.lit(_MAX)).alias("size"),
+        F.coalesce(f"{prefix}case_size", F.lit(_MAX)).alias("case_size"),
+        F.col(f"{prefix}reproducer"),
     )
+
+
+# What the choice of the smallest reproducer, and its row, need of a judged record beside
+# FACT_KEYS: a column of the records each, by the name it has in that row.
+_DETAIL = {
+    "oracle": "oracle",
+    "message": "message",
+    "reproducer": "reproducer",
+    "expected": "expected_text",
+    "observed": "observed_text",
+    "reproducer_size": "reproducer_size",
+    "case_size": "case_size",
+}
 
 
 def _reaction(which: str) -> Column:
@@ -328,12 +362,8 @@ def _reaction(which: str) -> Column:
     )
 
 
-def _groups(lines: DataFrame, owners: DataFrame | None) -> DataFrame:
-    """Pass 3: per file and distinct combination of FACT_KEYS, everything the tables need.
-
-    ``n`` counts each record once over all files: a duplicated record only in its owner file,
-    and there only once.
-    """
+def _flat(lines: DataFrame) -> DataFrame:
+    """The fields the groups are made of, flat, derived ones included."""
     flat = lines.select(
         "file",
         "is_record",
@@ -354,8 +384,8 @@ def _groups(lines: DataFrame, owners: DataFrame | None) -> DataFrame:
         F.col("expected.reply_code").alias("expected_reply_code"),
         F.col("observed.outcome").alias("observed_outcome"),
         F.col("observed.reply_code").alias("observed_reply_code"),
-        _reaction("expected").alias("expected_text"),
-        _reaction("observed").alias("observed_text"),
+        "expected",
+        "observed",
         F.col("failure.signature").alias("signature"),
         F.col("failure.oracle").alias("oracle"),
         F.col("failure.message").alias("message"),
@@ -369,9 +399,35 @@ def _groups(lines: DataFrame, owners: DataFrame | None) -> DataFrame:
         "reproducer",
         "reproducer_size",
         F.length("case").alias("case_size"),
-        F.unix_micros(F.try_to_timestamp("ts")).alias("ts_us"),
+        "ts_us",
         F.round(F.coalesce("duration_s", F.lit(0.0)) * 1e6).cast("long").alias("duration_us"),
     )
+    # reactions in words only where a table shows them (the text costs more than the test)
+    judged = signed_failure() | divergence()
+    texts = {
+        f"{which}_text": F.when(judged, _reaction(which)) for which in ("expected", "observed")
+    }
+    return flat.withColumns(texts).drop("expected", "observed")
+
+
+def signed_failure() -> Column:
+    """A failure with a signature: what the signatures table counts."""
+    return (F.col("verdict") == "fail") & F.col("signature").isNotNull()
+
+
+def divergence() -> Column:
+    """A differential case whose targets did not agree: what the divergences table counts."""
+    return (F.col("kind") == "differential") & ~F.col("verdict").isin("pass", "skip")
+
+
+def _groups(lines: DataFrame, owners: DataFrame | None) -> DataFrame:
+    """Pass 3: per file and distinct combination of FACT_KEYS (and, for a judged record, of
+    what its row in a table would show), everything the tables need.
+
+    ``n`` counts each record once over all files: a duplicated record only in its owner file,
+    and there only once.
+    """
+    flat = _flat(lines)
     if owners is None:
         counted = F.count(F.when(F.col("is_record"), 1))
     else:
@@ -380,61 +436,103 @@ def _groups(lines: DataFrame, owners: DataFrame | None) -> DataFrame:
         counted = F.count(F.when(single, 1)) + F.count_distinct(
             F.when(F.col("owner") == F.col("file"), F.col("record_id"))
         )
-    judged = F.col("signature").isNotNull() | (F.col("kind") == "differential")
+    # The smallest reproducer of each group is a min over a struct of strings, which only a
+    # sort-based aggregation computes. So the records are grouped by hash, with the fields that
+    # choice reads as keys of judged records only (the few): the facts' min then runs over
+    # those groups, not over every record.
+    judged = signed_failure() | divergence()  # the records whose reproducer a table shows
+    detail = [F.when(judged, F.col(column)).alias(f"_{name}") for name, column in _DETAIL.items()]
     best = F.struct(
-        smallest_first().alias("order"),
-        "oracle",
+        smallest_first("_").alias("order"),
+        F.col("_oracle").alias("oracle"),
         "spec_ref",
-        "message",
-        "reproducer",
-        F.col("expected_text").alias("expected"),
-        F.col("observed_text").alias("observed"),
+        *(
+            F.col(f"_{name}").alias(name)
+            for name in ("message", "reproducer", "expected", "observed")
+        ),
         F.col("target_protocol").alias("protocol"),
     )
-    return flat.groupBy("file", "is_record", *FACT_KEYS).agg(
-        F.count("*").alias("lines"),
-        counted.alias("n"),
-        F.min("ts_us").alias("first_us"),
-        F.max("ts_us").alias("last_us"),
-        F.min(F.col("ts_us") - F.col("duration_us")).alias("start_us"),
-        F.min(F.when(judged, best)).alias("best"),
+    return (
+        flat.groupBy("file", "is_record", *FACT_KEYS, *detail)
+        .agg(
+            F.count("*").alias("lines"),
+            counted.alias("n"),
+            F.min("ts_us").alias("first_us"),
+            F.max("ts_us").alias("last_us"),
+            F.min(F.col("ts_us") - F.col("duration_us")).alias("start_us"),
+        )
+        .select(
+            "file",
+            "is_record",
+            *FACT_KEYS,
+            "lines",
+            "n",
+            "first_us",
+            "last_us",
+            "start_us",
+            F.when(judged, best).alias("best"),
+        )
     )
 
 
-def _file_stats(groups: DataFrame, text: dict[str, tuple[int, str | None]]) -> dict[str, FileStats]:
-    rows = (
-        groups.groupBy("file")
+def _per_file(groups: DataFrame) -> list[Row]:
+    """Per file and run (null for lines that are not records): lines, records, first time."""
+    return (
+        groups.groupBy("file", F.when(F.col("is_record"), F.col("run_id")).alias("run"))
         .agg(
             F.sum(F.when(F.col("is_record"), F.col("lines")).otherwise(0)).alias("record_lines"),
             F.sum("n").alias("counted"),
             F.sum(F.when(~F.col("is_record"), F.col("lines")).otherwise(0)).alias("bad"),
-            F.array_sort(F.collect_set(F.when(F.col("is_record"), F.col("run_id")))).alias(
-                "run_ids"
-            ),
+            F.min("first_us").alias("first_us"),
         )
         .collect()
     )
-    stats = {}
+
+
+def _file_stats(
+    spark: SparkSession, rows: list[Row], blank: dict[str, int]
+) -> tuple[dict[str, FileStats], dict[str, int]]:
+    """What each file held; and when each run began (its first record's time, microseconds)."""
+    runs: dict[str, int] = {}
+    per_file: dict[str, list[Any]] = {}
     for r in rows:
-        lines, torn_text = text.get(r.file, (0, None))
+        if r.run is not None:
+            runs[r.run] = min(runs.get(r.run, r.first_us), r.first_us)
+        record_lines, counted, bad, run_ids = per_file.setdefault(r.file, [0, 0, 0, set()])
+        per_file[r.file] = [
+            record_lines + r.record_lines,
+            counted + r.counted,
+            bad + r.bad,
+            run_ids | ({r.run} if r.run is not None else set()),
+        ]
+    # Only a file with a line that is not a record can have a torn one: the few are re-read.
+    suspects = [key for key, (_, _, bad, _) in per_file.items() if bad]
+    torn_lines = _torn(spark, suspects) if suspects else {}
+    stats = {}
+    for key in per_file.keys() | blank.keys():
+        record_lines, counted, bad, run_ids = per_file.get(key, [0, 0, 0, set()])
+        torn_text = torn_lines.get(key)
         torn = int(torn_text is not None)
-        stats[unquote(r.file)] = FileStats(
-            key=r.file,
-            lines=lines,
-            records=r.counted,
-            duplicates=r.record_lines - r.counted,
+        stats[unquote(key)] = FileStats(
+            key=key,
+            lines=record_lines + bad + blank.get(key, 0),
+            records=counted,
+            duplicates=record_lines - counted,
             torn=torn,
-            malformed=r.bad - torn,
-            run_ids=tuple(r.run_ids),
+            malformed=bad - torn,
+            run_ids=tuple(sorted(run_ids)),
             torn_text=torn_text,
         )
-    return stats
+    return stats, runs
 
 
 def _facts(groups: DataFrame) -> DataFrame:
+    # A hash of the keys, first among them: grouping by it too changes no group, and it lets
+    # the sort that the min over ``best`` needs compare a number, not some twenty strings.
+    key = F.xxhash64(*FACT_KEYS).alias("_key")
     return (
         groups.filter("is_record")
-        .groupBy(*FACT_KEYS)
+        .groupBy(key, *FACT_KEYS)
         .agg(
             F.sum("n").alias("n"),
             F.min("first_us").alias("first_us"),
@@ -443,6 +541,7 @@ def _facts(groups: DataFrame) -> DataFrame:
             F.min("best").alias("best"),
         )
         .filter("n > 0")
+        .drop("_key")
     )
 
 
@@ -499,25 +598,42 @@ def ingest(
         _check(files, {}, inputs)
     cached: list[DataFrame] = []
     try:
-        with step("read: text"):
-            text = _text_stats(spark, to_read)
-        with step("read: duplicates"):
-            owners = _duplicated(spark, to_read)
-        if owners is not None:
-            cached.append(owners)
-        groups = _groups(_records(spark, to_read), owners).persist(StorageLevel.MEMORY_AND_DISK)
-        cached.append(groups)
-        # Groups are small (distinct combinations, not records): read as one partition, the
-        # aggregations made of them (and of the facts) need no shuffle.
-        with step("read: records"):
-            stats = _file_stats(groups.coalesce(1), text)
+        # The text pass and the records' pass run side by side (each fills the other's idle
+        # core), the latter on the bet that no record was read twice: if one was, its groups
+        # are made again, counting each record once.
+        with ThreadPoolExecutor(1, thread_name_prefix="amqpfuzz-text") as pool:
+            scanned = pool.submit(_scan_text, spark, to_read)
+            groups = _groups(_records(spark, to_read), None).persist(StorageLevel.MEMORY_AND_DISK)
+            cached.append(groups)
+            # The first action on the groups computes them: in as many tasks as they have
+            # partitions (a coalesce before it would compute them all in one task).
+            with step("read: records"):
+                per_file = _per_file(groups)
+            with step("read: text"):
+                blank, hashes = scanned.result()
+        if hashes:
+            with step("read: duplicates"):
+                owners = _duplicated(spark, to_read, hashes)
+                cached.append(owners)
+                if not owners.isEmpty():  # else ids that only hash alike
+                    groups.unpersist()
+                    groups = _groups(_records(spark, to_read), owners)
+                    groups = groups.persist(StorageLevel.MEMORY_AND_DISK)
+                    cached.append(groups)
+                    per_file = _per_file(groups)
+        stats, firsts = _file_stats(spark, per_file, blank)
         _check(files, stats, inputs)
-        facts = _facts(groups.coalesce(1))
-        firsts = facts.groupBy("run_id").agg(F.min("first_us").alias("first_us")).collect()
-        run_dates = {r.run_id: _utc_date(r.first_us) for r in firsts}
+        run_dates = {run: _utc_date(first_us) for run, first_us in firsts.items()}
         dates = spark.createDataFrame(list(run_dates.items()), "run_id string, run_date date")
-        facts = facts.join(F.broadcast(dates), "run_id").persist(StorageLevel.MEMORY_AND_DISK)
+        # The facts are small (distinct combinations, not records): made side by side, then
+        # cached as one partition, so that the tables' aggregations need no shuffle.
+        facts = _facts(groups).join(F.broadcast(dates), "run_id").repartition(1)
+        facts = facts.persist(StorageLevel.MEMORY_AND_DISK)
         cached.append(facts)
+        with step("read: facts"):
+            # cached now, once: the tables' jobs read it side by side, and each job that found
+            # it not yet cached would compute it again
+            facts.count()
     except BaseException:
         for frame in cached:
             frame.unpersist()

@@ -28,6 +28,8 @@ from typing import Any
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from .read import signed_failure
+
 __all__ = ["Sighting", "Status", "as_rows", "collect_sightings", "night_signatures", "statuses"]
 
 
@@ -65,7 +67,7 @@ class Status:
 def night_signatures(facts: DataFrame) -> DataFrame:
     """Per night and signature: how often, on which targets, and the smallest reproducer."""
     return (
-        facts.filter((F.col("verdict") == "fail") & F.col("signature").isNotNull())
+        facts.filter(signed_failure())
         .groupBy("run_date", "signature")
         .agg(
             F.sum("n").alias("occurrences"),

@@ -21,7 +21,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, StructField, StructType, TimestampType
 
-from .read import Ingest
+from .read import Ingest, divergence
 from .schema import TABLES, VERDICT_COLUMNS
 
 __all__ = [
@@ -183,7 +183,7 @@ def divergences(facts: DataFrame) -> DataFrame:
         "signature",
     ]
     return (
-        facts.filter((F.col("kind") == "differential") & ~F.col("verdict").isin("pass", "skip"))
+        facts.filter(divergence())
         .groupBy(*keys)
         .agg(
             F.sum("n").alias("occurrences"),
