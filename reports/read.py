@@ -137,8 +137,9 @@ class FileStats:
 
 @dataclass
 class Ingest:
-    """The input, read: ``facts`` (cached) has one row per distinct combination of
-    :data:`FACT_KEYS` and ``run_date``; ``n`` says how many records it stands for."""
+    """The input, read: ``facts`` (of cached groups) has one row per file and distinct
+    combination of :data:`FACT_KEYS`, with its ``run_date``; ``n`` says how many records it
+    stands for (a record read in several files counts in one of them)."""
 
     files: list[InputFile]
     stats: dict[str, FileStats]  # by the listed path
@@ -437,9 +438,9 @@ def _groups(lines: DataFrame, owners: DataFrame | None) -> DataFrame:
             F.when(F.col("owner") == F.col("file"), F.col("record_id"))
         )
     # The smallest reproducer of each group is a min over a struct of strings, which only a
-    # sort-based aggregation computes. So the records are grouped by hash, with the fields that
-    # choice reads as keys of judged records only (the few): the facts' min then runs over
-    # those groups, not over every record.
+    # sort-based aggregation computes. So the records are first grouped by hash, with the
+    # fields that choice reads as keys of judged records only (the few): the min then runs
+    # over those groups, not over every record.
     judged = signed_failure() | divergence()  # the records whose reproducer a table shows
     detail = [F.when(judged, F.col(column)).alias(f"_{name}") for name, column in _DETAIL.items()]
     best = F.struct(
@@ -452,26 +453,30 @@ def _groups(lines: DataFrame, owners: DataFrame | None) -> DataFrame:
         ),
         F.col("target_protocol").alias("protocol"),
     )
+    fine = flat.groupBy("file", "is_record", *FACT_KEYS, *detail).agg(
+        F.count("*").alias("lines"),
+        counted.alias("n"),
+        F.min("ts_us").alias("first_us"),
+        F.max("ts_us").alias("last_us"),
+        F.min(F.col("ts_us") - F.col("duration_us")).alias("start_us"),
+    )
+    # A hash of the keys, first among them: grouping by it too changes no group, and it lets
+    # the sort that the min needs compare a number, not some twenty strings.
+    key = F.xxhash64("file", "is_record", *FACT_KEYS).alias("_key")
     return (
-        flat.groupBy("file", "is_record", *FACT_KEYS, *detail)
+        fine.groupBy(key, "file", "is_record", *FACT_KEYS)
         .agg(
-            F.count("*").alias("lines"),
-            counted.alias("n"),
-            F.min("ts_us").alias("first_us"),
-            F.max("ts_us").alias("last_us"),
-            F.min(F.col("ts_us") - F.col("duration_us")).alias("start_us"),
+            F.sum("lines").alias("lines"),
+            F.sum("n").alias("n"),
+            F.min("first_us").alias("first_us"),
+            F.max("last_us").alias("last_us"),
+            F.min("start_us").alias("start_us"),
+            F.min(F.when(judged, best)).alias("best"),
         )
-        .select(
-            "file",
-            "is_record",
-            *FACT_KEYS,
-            "lines",
-            "n",
-            "first_us",
-            "last_us",
-            "start_us",
-            F.when(judged, best).alias("best"),
-        )
+        .drop("_key")
+        # few rows (distinct combinations, not records): as one partition, what is made of
+        # them (the file stats, every table) needs no shuffle
+        .repartition(1)
     )
 
 
@@ -526,22 +531,17 @@ def _file_stats(
     return stats, runs
 
 
-def _facts(groups: DataFrame) -> DataFrame:
-    # A hash of the keys, first among them: grouping by it too changes no group, and it lets
-    # the sort that the min over ``best`` needs compare a number, not some twenty strings.
-    key = F.xxhash64(*FACT_KEYS).alias("_key")
-    return (
-        groups.filter("is_record")
-        .groupBy(key, *FACT_KEYS)
-        .agg(
-            F.sum("n").alias("n"),
-            F.min("first_us").alias("first_us"),
-            F.max("last_us").alias("last_us"),
-            F.min("start_us").alias("start_us"),
-            F.min("best").alias("best"),
-        )
-        .filter("n > 0")
-        .drop("_key")
+def _facts(groups: DataFrame, run_dates: dict[str, dt.date]) -> DataFrame:
+    """The groups of records that count, each with its run's date."""
+    dates = F.create_map(*(F.lit(x) for pair in run_dates.items() for x in pair))
+    return groups.filter(F.col("is_record") & (F.col("n") > 0)).select(
+        *FACT_KEYS,
+        "n",
+        "first_us",
+        "last_us",
+        "start_us",
+        "best",
+        dates[F.col("run_id")].alias("run_date"),
     )
 
 
@@ -605,9 +605,7 @@ def ingest(
             scanned = pool.submit(_scan_text, spark, to_read)
             groups = _groups(_records(spark, to_read), None).persist(StorageLevel.MEMORY_AND_DISK)
             cached.append(groups)
-            # The first action on the groups computes them: in as many tasks as they have
-            # partitions (a coalesce before it would compute them all in one task).
-            with step("read: records"):
+            with step("read: records"):  # the first action on the groups: they are made
                 per_file = _per_file(groups)
             with step("read: text"):
                 blank, hashes = scanned.result()
@@ -624,16 +622,7 @@ def ingest(
         stats, firsts = _file_stats(spark, per_file, blank)
         _check(files, stats, inputs)
         run_dates = {run: _utc_date(first_us) for run, first_us in firsts.items()}
-        dates = spark.createDataFrame(list(run_dates.items()), "run_id string, run_date date")
-        # The facts are small (distinct combinations, not records): made side by side, then
-        # cached as one partition, so that the tables' aggregations need no shuffle.
-        facts = _facts(groups).join(F.broadcast(dates), "run_id").repartition(1)
-        facts = facts.persist(StorageLevel.MEMORY_AND_DISK)
-        cached.append(facts)
-        with step("read: facts"):
-            # cached now, once: the tables' jobs read it side by side, and each job that found
-            # it not yet cached would compute it again
-            facts.count()
+        facts = _facts(groups, run_dates)
     except BaseException:
         for frame in cached:
             frame.unpersist()
