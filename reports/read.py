@@ -13,9 +13,10 @@ explicit schema (Spark's JSON reader parses only the fields a pass uses):
    line; and per file its blank lines (which the JSON reader skips);
 2. only if there are such ids: which records were read more than once (a retried upload, a
    copied file), confirmed by parsing only the lines whose ids hash alike;
-3. everything, aggregated at once into *facts*: one row per distinct combination of the fields
-   the tables group by, with counts, times and the smallest reproducer. Each record counts
-   once; every table is then computed from the facts, which are small and cached;
+3. everything, aggregated at once into *facts*: one row per file and distinct combination of
+   the fields the tables group by, with counts, times and the smallest reproducer. Each
+   record counts once; every table is then computed from the facts, which are small and
+   cached;
 4. only the files with a line that is not a record, again as text: whether they end with a
    newline, and if not, their last line.
 
