@@ -31,15 +31,21 @@ def records_in(out: Path) -> list[dict[str, object]]:
     return [r for path in sorted(out.glob("records-*.jsonl")) for r in read_records(path)]
 
 
-def test_a_case_reproducer_replays_with_the_command(rabbitmq: Broker, tmp_path: Path) -> None:
-    # without its profile, RabbitMQ's answer to an unknown class (it drops the socket) fails
+def first_failure(broker: Broker, operator: str, examples: int, out: Path) -> Path:
+    """The reproducer of the first failure of a run of ``operator`` alone, without the
+    broker's profile (which must fail)."""
     done = amqpfuzz(
-        "run", "--url", rabbitmq.url, "--operators", "unknown-class", "--valid-share", "0",
-        "--max-examples", "20", "--profile", "none", "--out", str(tmp_path), "--seed", "1",
+        "run", "--url", broker.url, "--operators", operator, "--valid-share", "0",
+        "--max-examples", str(examples), "--profile", "none", "--out", str(out), "--seed", "1",
     )  # fmt: skip
     assert done.returncode == 1, done.stdout + done.stderr
-    failed = [r for r in records_in(tmp_path) if r["verdict"] == "fail"]
-    reproducer = str(failed[0]["reproducer"])
+    failed = [r for r in records_in(out) if r["verdict"] == "fail"]
+    return Path(str(failed[0]["reproducer"]))
+
+
+def test_a_case_reproducer_replays_with_the_command(rabbitmq: Broker, tmp_path: Path) -> None:
+    # without its profile, RabbitMQ's answer to an unknown class (it drops the socket) fails
+    reproducer = str(first_failure(rabbitmq, "unknown-class", 20, tmp_path))
     assert load_reproducer(reproducer)["kind"] == "case"
     again = amqpfuzz("replay", reproducer, "--url", rabbitmq.url)
     assert again.returncode == 1, again.stdout + again.stderr
@@ -52,13 +58,7 @@ def test_a_case_past_the_inline_size_is_kept_compressed_and_replays(
     """RabbitMQ takes a body frame past frame-max (131,072 octets): the failing case's bytes
     are kept once, compressed, in a file of a few kilobytes; its steps name their sizes; and
     the file replays the failure."""
-    done = amqpfuzz(
-        "run", "--url", rabbitmq.url, "--operators", "above-frame-max", "--valid-share", "0",
-        "--max-examples", "30", "--profile", "none", "--out", str(tmp_path), "--seed", "1",
-    )  # fmt: skip
-    assert done.returncode == 1, done.stdout + done.stderr
-    failed = [r for r in records_in(tmp_path) if r["verdict"] == "fail"]
-    reproducer = Path(str(failed[0]["reproducer"]))
+    reproducer = first_failure(rabbitmq, "above-frame-max", 30, tmp_path)
     data = load_reproducer(reproducer)
     assert "bytes_hex" not in data and reproducer.stat().st_size < 64 * 1024
     sizes = [step["size"] for step in data["steps"]]
