@@ -33,6 +33,9 @@ LOCAL_CONF: Mapping[str, str] = {
     "spark.driver.host": "127.0.0.1",
     "spark.driver.bindAddress": "127.0.0.1",
     "spark.sql.session.timeZone": "UTC",
+    # One report compiles some 150 classes; with the default cache of 100, a session that runs
+    # the job again (tests, a notebook, a service) would compile them all again every time.
+    "spark.sql.codegen.cache.maxEntries": "1000",
     "spark.log.level": "WARN",
 }
 
