@@ -31,6 +31,7 @@ import datetime as dt
 import logging
 import re
 import time
+from collections import defaultdict
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -341,17 +342,19 @@ def smallest_first(prefix: str = "") -> Column:
     )
 
 
-# What the choice of the smallest reproducer, and its row, need of a judged record beside
-# FACT_KEYS: a column of the records each, by the name it has in that row.
-_DETAIL = {
-    "oracle": "oracle",
-    "message": "message",
-    "reproducer": "reproducer",
-    "expected": "expected_text",
-    "observed": "observed_text",
-    "reproducer_size": "reproducer_size",
-    "case_size": "case_size",
-}
+def _detail() -> dict[str, Column]:
+    """What the choice of the smallest reproducer, and its row, read of a judged record beside
+    FACT_KEYS, by the name each has in that row (reactions in words: only judged records pay
+    for the text)."""
+    return {
+        "oracle": F.col("oracle"),
+        "message": F.col("message"),
+        "reproducer": F.col("reproducer"),
+        "expected": _reaction("expected"),
+        "observed": _reaction("observed"),
+        "reproducer_size": F.col("reproducer_size"),
+        "case_size": F.col("case_size"),
+    }
 
 
 def _reaction(which: str) -> Column:
@@ -366,7 +369,7 @@ def _reaction(which: str) -> Column:
 
 def _flat(lines: DataFrame) -> DataFrame:
     """The fields the groups are made of, flat, derived ones included."""
-    flat = lines.select(
+    return lines.select(
         "file",
         "is_record",
         "record_id",
@@ -404,12 +407,6 @@ def _flat(lines: DataFrame) -> DataFrame:
         "ts_us",
         F.round(F.coalesce("duration_s", F.lit(0.0)) * 1e6).cast("long").alias("duration_us"),
     )
-    # reactions in words only where a table shows them (the text costs more than the test)
-    judged = signed_failure() | divergence()
-    texts = {
-        f"{which}_text": F.when(judged, _reaction(which)) for which in ("expected", "observed")
-    }
-    return flat.withColumns(texts).drop("expected", "observed")
 
 
 def signed_failure() -> Column:
@@ -443,7 +440,7 @@ def _groups(lines: DataFrame, owners: DataFrame | None) -> DataFrame:
     # fields that choice reads as keys of judged records only (the few): the min then runs
     # over those groups, not over every record.
     judged = signed_failure() | divergence()  # the records whose reproducer a table shows
-    detail = [F.when(judged, F.col(column)).alias(f"_{name}") for name, column in _DETAIL.items()]
+    detail = [F.when(judged, column).alias(f"_{name}") for name, column in _detail().items()]
     best = F.struct(
         smallest_first("_").alias("order"),
         F.col("_oracle").alias("oracle"),
@@ -500,23 +497,22 @@ def _file_stats(
 ) -> tuple[dict[str, FileStats], dict[str, int]]:
     """What each file held; and when each run began (its first record's time, microseconds)."""
     runs: dict[str, int] = {}
-    per_file: dict[str, list[Any]] = {}
+    tally: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0])  # record lines, counted, bad
+    run_ids: dict[str, set[str]] = defaultdict(set)
     for r in rows:
+        counts = tally[r.file]
+        counts[0] += r.record_lines
+        counts[1] += r.counted
+        counts[2] += r.bad
         if r.run is not None:
+            run_ids[r.file].add(r.run)
             runs[r.run] = min(runs.get(r.run, r.first_us), r.first_us)
-        record_lines, counted, bad, run_ids = per_file.setdefault(r.file, [0, 0, 0, set()])
-        per_file[r.file] = [
-            record_lines + r.record_lines,
-            counted + r.counted,
-            bad + r.bad,
-            run_ids | ({r.run} if r.run is not None else set()),
-        ]
     # Only a file with a line that is not a record can have a torn one: the few are re-read.
-    suspects = [key for key, (_, _, bad, _) in per_file.items() if bad]
+    suspects = [key for key, (_, _, bad) in tally.items() if bad]
     torn_lines = _torn(spark, suspects) if suspects else {}
     stats = {}
-    for key in per_file.keys() | blank.keys():
-        record_lines, counted, bad, run_ids = per_file.get(key, [0, 0, 0, set()])
+    for key in tally.keys() | blank.keys():
+        record_lines, counted, bad = tally.get(key, [0, 0, 0])
         torn_text = torn_lines.get(key)
         torn = int(torn_text is not None)
         stats[unquote(key)] = FileStats(
@@ -526,7 +522,7 @@ def _file_stats(
             duplicates=record_lines - counted,
             torn=torn,
             malformed=bad - torn,
-            run_ids=tuple(sorted(run_ids)),
+            run_ids=tuple(sorted(run_ids.get(key, ()))),
             torn_text=torn_text,
         )
     return stats, runs

@@ -12,8 +12,7 @@ leaves the other nights alone, so the same input always gives the same output.
 
 from __future__ import annotations
 
-import datetime as dt
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from typing import Any
 
 from pyspark.errors import AnalysisException
@@ -271,10 +270,8 @@ def table_path(output: str, name: str) -> str:
     return f"{output.rstrip('/')}/{name}"
 
 
-def read_table(
-    spark: SparkSession, output: str, name: str, *, except_nights: Sequence[dt.date] = ()
-) -> DataFrame:
-    """Table ``name`` as written so far (empty if there is none yet), less some nights."""
+def read_table(spark: SparkSession, output: str, name: str) -> DataFrame:
+    """Table ``name`` as written so far (empty if there is none yet)."""
     schema = TABLES[name]
     try:
         frame = spark.read.schema(schema).parquet(table_path(output, name))
@@ -283,6 +280,4 @@ def read_table(
         if "PATH_NOT_FOUND" not in str(exc):
             raise
         return spark.createDataFrame([], schema)
-    if except_nights:
-        frame = frame.filter(~F.col("run_date").isin(list(except_nights)))
     return frame
