@@ -1,0 +1,61 @@
+"""The cases each family builds from fixed blobs, pinned: a refactoring of the layers must leave
+every case (its bytes, its required reaction, where the driver runs it, what it creates) as it
+was. The digests were taken from the code before the families became typed objects; a change
+that means to change cases updates them, and says so."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+
+import pytest
+
+from amqpfuzz.fuzzer.protocols import driver_for
+from amqpfuzz.strategies import amqp010, amqp091, amqp10
+
+FAMILIES = {"0-9-1": amqp091, "0-9": amqp091, "0-8": amqp091, "1.0": amqp10, "0-10": amqp010}
+BLOBS = {"0-9-1": 128, "0-9": 128, "0-8": 128, "1.0": 512, "0-10": 512}
+PREFIX = "amqpfuzz-golden-"
+DIGESTS = {
+    "0-9-1": "11b955275681beeac097a9bb7107fa73e34a6c3730dbdab99c1b618b4edd3d39",
+    "0-9": "def7fd0436931522b4e1351eb72d5bf1e75e505c560f540cfdea052444100c88",
+    "0-8": "db4c3ae9b662db3675c101c40af80d16a31907c74e3feee7956fb82bdfb27d59",
+    "1.0": "4d2eca799ab5bc9ff2f4be989f6f704c2eef7795fac413547ad09d55a683fe02",
+    "0-10": "6668f901a9e36fe300a01b6fee01ec616691d3c83100ad257001c2e5965ad16d",
+}
+
+
+def described(protocol: str, count: int = 400) -> list[dict[str, object]]:
+    build = FAMILIES[protocol].case_builder(protocol, prefix=PREFIX)
+    rnd = random.Random(f"golden-{protocol}")
+    driver = driver_for(protocol)
+    out = []
+    for _ in range(count):
+        case = build(rnd.randbytes(BLOBS[protocol]))
+        out.append(
+            {
+                "repr": repr(case),
+                "bytes": case.render(3).hex(),
+                "expected": case.expected.as_dict(),
+                "spec_ref": case.spec_ref,
+                "operator": case.operator,
+                "level": case.level,
+                "channel": case.channel,
+                "own": driver.needs_own_connection(case),
+                "own_channel": driver.own_channel(case),
+                "stage": driver.stage(case),
+                "probes": driver.probes(case),
+                "echoes": driver.echoes(case),
+                "created": sorted(map(repr, driver.created(case, [], PREFIX))),
+                "missing": list(driver.missing_responses(case, [])),
+            }
+        )
+    return out
+
+
+@pytest.mark.parametrize("protocol", list(DIGESTS))
+def test_the_cases_of_fixed_blobs_are_as_they_were(protocol: str) -> None:
+    found = described(protocol)
+    digest = hashlib.sha256(json.dumps(found, sort_keys=True).encode()).hexdigest()
+    assert digest == DIGESTS[protocol]
