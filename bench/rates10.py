@@ -17,8 +17,8 @@ from proton.utils import BlockingConnection
 
 from amqpfuzz.fuzzer.brokers import parse_target
 from amqpfuzz.fuzzer.engine.runner import Runner
-from amqpfuzz.fuzzer.protocols import driver_for
 from amqpfuzz.fuzzer.protocols.amqp10 import Connection
+from amqpfuzz.fuzzer.protocols.families import driver_for
 from amqpfuzz.spec.amqp10.codec import UInt
 from amqpfuzz.strategies import Case
 from amqpfuzz.strategies.amqp10 import malformed_case_builder

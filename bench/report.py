@@ -48,9 +48,9 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from amqpfuzz.fuzzer.records import RecordWriter, record
+from amqpfuzz.fuzzer.spark import local_session
 from amqpfuzz.reports import run
 from amqpfuzz.reports.schema import RECORD
-from amqpfuzz.reports.session import local_session
 
 TARGET_RATE = 50_000
 WARM_UP = 50_000

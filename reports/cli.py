@@ -15,11 +15,11 @@ import click
 from pyspark.errors import PySparkException
 from pyspark.sql import SparkSession
 
+from amqpfuzz.fuzzer.spark import DEFAULT_MASTER, local_session, remote_session
 from amqpfuzz.spec import AmqpfuzzError
 
 from .job import Summary, is_local, local_path, run
 from .read import SETTLE, ReportInputError
-from .session import DEFAULT_MASTER, local_session, remote_session
 
 __all__ = ["ReportFailed", "SparkFailed", "execute", "report_command"]
 

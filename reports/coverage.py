@@ -1,11 +1,13 @@
 """Spec coverage: what a night exercised, against what there is to exercise, and what not.
 
 Per protocol the records were made in, four dimensions, each a list of names as records name
-them (:func:`amqpfuzz.fuzzer.records.exercisable`): the methods a client may send (1.0:
+them (:func:`amqpfuzz.fuzzer.recording.exercisable`): the methods a client may send (1.0:
 performatives), the rules a client's traffic can exercise (1.0: MUST sentences), the scenario
 files and the mutation operators. The lists come from the ``run-<run_id>.json`` files the
 fuzzer writes beside its records (the union of a night's runs in that protocol), or, for a
-night without one that names them, from this installation's specification and registries.
+night without one that names them, from this installation's specification and scenario files
+(:func:`installed`; the operators then have no list: the report loads none of the fuzzer's
+strategies).
 
 A record exercises a method when its spec_ref is the method or starts with it and ``/``; a
 rule when its spec_ref is the rule; a scenario file when its ``scenario`` is the file; an
@@ -16,6 +18,7 @@ counts for nothing.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from functools import reduce
@@ -24,10 +27,10 @@ from typing import Any
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from amqpfuzz.fuzzer.records import exercisable
-from amqpfuzz.spec import DEFAULT_PROTOCOL
+from amqpfuzz.scenarios import scenario_names
+from amqpfuzz.spec import DEFAULT_PROTOCOL, reach
 
-__all__ = ["DIMENSIONS", "Seen", "Universe", "coverage", "seen", "universes"]
+__all__ = ["DIMENSIONS", "Seen", "Universe", "coverage", "installed", "seen", "universes"]
 
 DIMENSIONS = ("methods", "rules", "scenario_files", "mutation_operators")
 # a dimension's names, and where they came from (run-file or spec)
@@ -36,6 +39,21 @@ Universe = dict[str, tuple[tuple[str, ...], str]]
 
 def _protocol_of(default: str) -> Column:
     return F.coalesce(F.col("target_protocol"), F.lit(default))
+
+
+@functools.cache
+def installed(protocol: str) -> dict[str, tuple[str, ...]]:
+    """What this installation says there is to exercise in ``protocol``, for a night without a
+    run file that names it: the methods and rules from the specification, the scenario files
+    it bundles; the mutation operators only a run file names (the strategies that make them
+    are the fuzzer's, which the report does not load)."""
+    found = reach(protocol)
+    return {
+        "methods": found.methods,
+        "rules": found.rules,
+        "scenario_files": scenario_names(protocol, DEFAULT_PROTOCOL),
+        "mutation_operators": (),
+    }
 
 
 def universes(
@@ -51,7 +69,7 @@ def universes(
         for dimension, names in (found.get("exercisable") or {}).items():
             if names is not None:
                 named[night][dimension].update(names)
-    ours = exercisable(protocol)
+    ours = installed(protocol)
     out: dict[dt.date, Universe] = {}
     for night in sorted(set(run_dates.values())):
         out[night] = {

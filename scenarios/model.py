@@ -8,13 +8,17 @@ a runner can trust every name in them.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from amqpfuzz.spec import AmqpfuzzError
 
-__all__ = ["SameAs", "Scenario", "ScenarioError", "Step", "file_name", "normalise"]
+__all__ = ["RULE_REF", "SameAs", "Scenario", "ScenarioError", "Step", "file_name", "normalise"]
+
+# a rule's ref in a specification that has no model of its rules: class[.method][/field]/rule
+RULE_REF = re.compile(r"^[a-z][a-z0-9-]*(\.[a-z][a-z0-9-]*)?(/[a-z0-9][a-z0-9-]*)+$")
 
 
 class ScenarioError(AmqpfuzzError):
@@ -51,10 +55,10 @@ class Step:
 class Scenario:
     """One scenario file.
 
-    ``scenario`` is the quoted scenario text, or ``None`` for a probe: a file that records a
-    broker behaviour near a rule (the protocol-header files) rather than encoding a scenario of
-    the specification. A file that is not ``runnable`` has no steps and gives its reason in
-    ``interpretation``.
+    ``scenario`` is the quoted scenario text, or ``None`` (1.0 has no scenario texts). A
+    ``probe`` records a broker behaviour near a rule (the protocol-header files) rather than
+    encoding a scenario of the specification. A file that is not ``runnable`` has no steps and
+    gives its reason in ``interpretation``.
     """
 
     path: Path
@@ -68,17 +72,12 @@ class Scenario:
     steps: tuple[Step, ...]
     outcome: str
     runnable: bool = True
+    probe: bool = False
 
     @property
     def name(self) -> str:
         """The file's name without ``.yaml`` (``queue.declare.queue.reserved``)."""
         return self.path.name.removesuffix(".yaml")
-
-    @property
-    def probe(self) -> bool:
-        """A probe: a file that records a behaviour near a rule. (1.0 files quote a sentence
-        and have no scenario text, and are not probes.)"""
-        return self.scenario is None and self.protocol != "1.0"
 
     @property
     def not_runnable_reason(self) -> str | None:

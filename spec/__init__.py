@@ -5,8 +5,9 @@
 (60, 40)
 
 Each family has a package of its own: :mod:`.amqp091` (0-8, 0-9, 0-9-1: model, loader,
-codec), :mod:`.amqp010` (0-10) and :mod:`.amqp10` (1.0); :mod:`.registry` says which protocol
-belongs to which.
+codec), :mod:`.amqp010` (0-10) and :mod:`.amqp10` (1.0), each exporting ``FAMILY`` (a
+:class:`~.family.SpecFamily`); :mod:`.protocols` says which protocol belongs to which, and
+:mod:`.registry` resolves a protocol to its family's object.
 """
 
 from .errors import (
@@ -16,14 +17,17 @@ from .errors import (
     RemoteProtocolError,
     SpecError,
 )
+from .family import Description, Reach, SpecFamily, Table
+from .outcomes import OutcomeKind, Scope
 from .registry import (
     DEFAULT_PROTOCOL,
     FAMILIES,
     OUTSIDE,
     PROTOCOLS,
     AnySpec,
-    Reach,
     column_of,
+    describe,
+    family,
     family_of,
     load,
     load_file,
@@ -39,12 +43,19 @@ __all__ = [
     "PROTOCOLS",
     "AmqpfuzzError",
     "AnySpec",
+    "Description",
     "LocalProtocolError",
+    "OutcomeKind",
     "ProtocolError",
     "Reach",
     "RemoteProtocolError",
+    "Scope",
     "SpecError",
+    "SpecFamily",
+    "Table",
     "column_of",
+    "describe",
+    "family",
     "family_of",
     "load",
     "load_file",

@@ -1,38 +1,28 @@
-"""The protocols amqpfuzz knows, as data: name, family, the XML files, a description.
+"""Every protocol resolved to its family's object, in one place.
 
-A *family* is a set of protocol versions that share one model and one wire format: ``amqp091``
-(0-8, 0-9, 0-9-1 and RabbitMQ's extensions of it), ``amqp010`` (0-10) and ``amqp10`` (1.0).
-Every layer keeps a package per family under the family's name (``amqpfuzz.spec.amqp091``,
-``amqpfuzz.strategies.amqp091``, ``amqpfuzz.fuzzer.protocols.amqp091``) and finds it through
-:func:`family_of`, so adding a protocol means adding its packages and a line here, not
-editing the layers that use them.
-
-A family's ``spec`` package provides ``read(protocol, paths)`` (its model from its files),
-``claims(root)`` (whether a user's XML root element is one of its documents),
-``read_file(path)``, ``reach(protocol)`` (what a client's traffic can exercise: a
-:class:`Reach`), ``column(protocol, spec_ref, reach)`` (the conformance matrix's column of a
-record's spec_ref) and ``rule_text(protocol, spec_ref)``.
+The protocols are data (:mod:`.protocols`); each family's package exports ``FAMILY``, a
+:class:`~.family.SpecFamily`, listed in :data:`FAMILIES` in the order a user's file is offered
+to them. Adding a protocol of a known family is a line of :mod:`.protocols`; adding a family is
+a package that exports its ``FAMILY`` and its line here (mypy names any hook it lacks).
 """
 
 from __future__ import annotations
 
 import functools
-import importlib
-from dataclasses import dataclass
+from collections.abc import Mapping
 from pathlib import Path
-from types import ModuleType
-from typing import TYPE_CHECKING, TypeAlias
+from typing import Any, TypeAlias
 
+from . import amqp010, amqp091, amqp10
+from .amqp010.model import Spec010
+from .amqp091.model import Spec
+from .amqp10.model import Spec100
 from .errors import SpecError
+from .family import OUTSIDE, Description, Reach, SpecFamily
+from .protocols import DEFAULT_PROTOCOL, PROTOCOLS, Protocol, family_of, known, protocols_of
 from .xmlfile import line_of, parse
 
-if TYPE_CHECKING:
-    from .amqp010.model import Spec010
-    from .amqp091.model import Spec
-    from .amqp10.model import Spec100
-
 __all__ = [
-    "DATA",
     "DEFAULT_PROTOCOL",
     "FAMILIES",
     "OUTSIDE",
@@ -41,6 +31,8 @@ __all__ = [
     "Protocol",
     "Reach",
     "column_of",
+    "describe",
+    "family",
     "family_of",
     "load",
     "load_file",
@@ -49,110 +41,22 @@ __all__ = [
     "rule_text",
 ]
 
-DATA = Path(__file__).parent / "data"
-DEFAULT_PROTOCOL = "0-9-1"
-
-AnySpec: TypeAlias = "Spec | Spec010 | Spec100"
-
-
-@dataclass(frozen=True, slots=True)
-class Protocol:
-    name: str
-    family: str
-    files: tuple[str, ...]
-    description: str
-
-    @property
-    def paths(self) -> tuple[Path, ...]:
-        return tuple(DATA / f for f in self.files)
-
+AnySpec: TypeAlias = Spec | Spec010 | Spec100
 
 # The families, in the order a user's file is offered to them (load_file).
-FAMILIES: dict[str, str] = {
-    "amqp10": "AMQP 1.0",
-    "amqp010": "AMQP 0-10",
-    "amqp091": "AMQP 0-8, 0-9 and 0-9-1",
-}
-
-PROTOCOLS: dict[str, Protocol] = {
-    p.name: p
-    for p in (
-        Protocol(
-            "0-9-1",
-            "amqp091",
-            ("amqp0-9-1.xml",),
-            "AMQP 0-9-1, full XML with docs, rules, scenarios",
-        ),
-        Protocol(
-            "0-9-1-rabbit",
-            "amqp091",
-            ("amqp0-9-1-rabbit.xml",),
-            "AMQP 0-9-1 with RabbitMQ's extensions (confirm, nack, exchange.bind)",
-        ),
-        Protocol("0-9", "amqp091", ("amqp0-9.xml",), "AMQP 0-9 (stripped XML)"),
-        Protocol("0-8", "amqp091", ("amqp0-8.xml",), "AMQP 0-8 (stripped XML)"),
-        Protocol("0-10", "amqp010", ("amqp0-10.xml",), "AMQP 0-10 (stripped XML)"),
-        Protocol(
-            "1.0",
-            "amqp10",
-            tuple(
-                f"amqp1-0-{part}.xml"
-                for part in ("types", "transport", "messaging", "security", "transactions")
-            ),
-            "AMQP 1.0: types, transport, messaging, security, transactions",
-        ),
-    )
-}
+_LISTED: tuple[SpecFamily[Any], ...] = (amqp10.FAMILY, amqp010.FAMILY, amqp091.FAMILY)
+FAMILIES: Mapping[str, SpecFamily[Any]] = {f.name: f for f in _LISTED}
 
 
-def _known(protocol: str) -> Protocol:
-    try:
-        return PROTOCOLS[protocol]
-    except KeyError:
-        known = ", ".join(PROTOCOLS)
-        raise ValueError(f"unknown protocol {protocol!r}; known: {known}") from None
-
-
-def family_of(protocol: str) -> str:
-    """The family a protocol belongs to (``amqp091`` for ``0-9``)."""
-    return _known(protocol).family
-
-
-def protocols_of(family: str) -> tuple[str, ...]:
-    """The protocols of a family, in this registry's order."""
-    return tuple(p.name for p in PROTOCOLS.values() if p.family == family)
-
-
-# The matrix's columns for what is not one of a specification's classes, in the order shown
-# after them: spec_refs that name a rule of no class, programs, and what the spec never defined.
-OUTSIDE = (
-    "domains",
-    "messaging sentences",
-    "transport sentences",
-    "stateful programs",
-    "sasl",
-    "unknown ids",
-    "frames",
-)
-
-
-@dataclass(frozen=True, slots=True)
-class Reach:
-    """What a client's traffic can exercise in a protocol, named as records' spec_refs name
-    them: the specification's classes (the conformance matrix's columns, in its order), the
-    methods a client may send (1.0: the performatives), and the rules that those methods,
-    their fields, the classes and the domains carry (1.0: the MUST sentences)."""
-
-    classes: tuple[str, ...]
-    methods: tuple[str, ...]
-    rules: tuple[str, ...]
+def family(protocol: str) -> SpecFamily[Any]:
+    """The family object of ``protocol`` (ValueError for a protocol nobody knows)."""
+    return FAMILIES[family_of(protocol)]
 
 
 @functools.cache
 def reach(protocol: str) -> Reach:
-    """``protocol``'s :class:`Reach`, as its family's package derives it from the model."""
-    found: Reach = _package(family_of(protocol)).reach(protocol)
-    return found
+    """``protocol``'s :class:`Reach`, as its family derives it from the model."""
+    return family(protocol).reach(protocol)
 
 
 def column_of(protocol: str, spec_ref: str) -> str:
@@ -161,27 +65,20 @@ def column_of(protocol: str, spec_ref: str) -> str:
     a broken frame, a program, a sentence of no class)."""
     if spec_ref == "stateful" or spec_ref.startswith("stateful/"):
         return "stateful programs"
-    column: str = _package(family_of(protocol)).column(protocol, spec_ref, reach(protocol))
-    return column
+    return family(protocol).column(protocol, spec_ref, reach(protocol))
 
 
 def rule_text(protocol: str, spec_ref: str) -> str | None:
     """The text of the rule (1.0: the sentence) ``spec_ref`` names, if it names one whose
     specification gives a text."""
-    text: str | None = _package(family_of(protocol)).rule_text(protocol, spec_ref)
-    return text
-
-
-def _package(family: str) -> ModuleType:
-    return importlib.import_module(f"{__package__}.{family}")
+    return family(protocol).rule_text(protocol, spec_ref)
 
 
 def load(protocol: str = DEFAULT_PROTOCOL) -> AnySpec:
-    """The model of any known protocol, loaded once per process by its family's package
-    (:func:`amqpfuzz.spec.amqp091.load` gives the 0-9-1 family's, typed). The family keeps
-    the cache, so that a model is always an instance of its family's classes as imported now."""
-    entry = _known(protocol)
-    spec: AnySpec = _package(entry.family).read(protocol, entry.paths)
+    """The model of any known protocol, loaded once per process by its family
+    (:func:`amqpfuzz.spec.amqp091.load` gives the 0-9-1 family's, typed)."""
+    known(protocol)
+    spec: AnySpec = family(protocol).read(protocol)
     return spec
 
 
@@ -189,9 +86,14 @@ def load_file(path: Path | str) -> AnySpec:
     """Load a user's specification file: the first family that claims its root element."""
     name = str(path)
     root = parse(name)
-    for family in FAMILIES:
-        package = _package(family)
-        if package.claims(root):
-            spec: AnySpec = package.read_file(name)
+    for candidate in _LISTED:
+        if candidate.claims(root):
+            spec: AnySpec = candidate.read_file(name)
             return spec
     raise SpecError(name, line_of(root), "<amqp> has neither 'major' nor 'name': which AMQP?")
+
+
+def describe(spec: AnySpec) -> Description:
+    """What ``spec`` holds, as its family describes it (``amqpfuzz spec``)."""
+    owner = next(f for f in _LISTED if isinstance(spec, f.model))
+    return owner.describe(spec)

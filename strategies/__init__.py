@@ -20,9 +20,7 @@ queue.declare(ch=1, queue='a', passive=False, ...)
 
 from __future__ import annotations
 
-import importlib
-from collections.abc import Sequence
-from types import ModuleType
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from hypothesis import strategies as st
@@ -30,6 +28,8 @@ from hypothesis.errors import InvalidArgument
 
 from amqpfuzz.spec import DEFAULT_PROTOCOL, PROTOCOLS, family_of
 
+from . import amqp010, amqp091, amqp10
+from . import family as building
 from .amqp091 import (
     CASE_CHANNEL,
     WireFrame,
@@ -42,56 +42,127 @@ from .amqp091 import (
     method_frames,
 )
 from .amqp10 import composites, connection_frames_of, messages, type_values
-from .cases import Case, Code, Reaction, Step
+from .cases import Case, Code, ErrorCode, Placement, Reaction, Step
+from .family import StrategyFamily
+from .operator import Built, Operator, Special
 
 __all__ = [
     "CASE_CHANNEL",
+    "FAMILIES",
+    "Built",
     "Case",
     "Code",
+    "ErrorCode",
+    "Operator",
+    "Placement",
     "Reaction",
+    "Special",
     "Step",
+    "StrategyFamily",
     "WireFrame",
     "arguments",
+    "case_builder",
     "case_methods",
     "composites",
     "connection_frames_of",
     "content",
     "domain_values",
+    "family_for",
     "field_arrays",
     "field_tables",
     "frame_sequences",
     "fuzz_batches",
     "fuzz_cases",
+    "malformed_case_builder",
     "malformed_cases",
     "messages",
     "method_frames",
     "operators",
     "type_values",
+    "valid_case_builder",
     "valid_cases",
 ]
 
+# Every family's strategies, by the family's name (the registry's key in every layer).
+FAMILIES: Mapping[str, StrategyFamily[Any]] = {
+    f.name: f for f in (amqp091.FAMILY, amqp10.FAMILY, amqp010.FAMILY)
+}
 
-def _family(protocol: str) -> ModuleType:
-    """The strategies package of ``protocol``'s family (InvalidArgument if it has none)."""
+
+def family_for(protocol: str) -> StrategyFamily[Any]:
+    """The strategies of ``protocol``'s family (InvalidArgument if it has none)."""
     if not isinstance(protocol, str) or protocol not in PROTOCOLS:
         raise InvalidArgument(f"protocol={protocol!r}: known protocols are {list(PROTOCOLS)}")
-    try:
-        return importlib.import_module(f"{__name__}.{family_of(protocol)}")
-    except ModuleNotFoundError:
-        raise InvalidArgument(f"protocol={protocol!r}: no strategies for it yet") from None
+    found = FAMILIES.get(family_of(protocol))
+    if found is None:
+        raise InvalidArgument(f"protocol={protocol!r}: no strategies for it yet")
+    return found
 
 
-def operators(protocol: str = DEFAULT_PROTOCOL) -> tuple[Any, ...]:
+def operators(protocol: str = DEFAULT_PROTOCOL) -> tuple[Operator, ...]:
     """The mutation operators that apply to ``protocol``, in catalogue order: each has a
     ``name``, what it breaks (``description``, ``breaks``), its ``level`` and the reaction the
     specification requires (``reaction(spec)``)."""
-    return tuple(_family(protocol).operators(protocol))
+    return family_for(protocol).catalogue(protocol)
 
 
 def case_methods(protocol: str = DEFAULT_PROTOCOL) -> tuple[str, ...]:
     """The methods :func:`valid_cases` (and the valid share of :func:`fuzz_cases`) draw from:
     every method a client may send where a case runs, by its full name."""
-    return tuple(_family(protocol).case_methods(protocol))
+    family = family_for(protocol)
+    return family.case_methods(family.context(protocol, frame_max=None, prefix=None))
+
+
+def case_builder(
+    operators: Sequence[str] | None = None,
+    *,
+    valid_share: float = 0.25,
+    protocol: str = DEFAULT_PROTOCOL,
+    frame_max: int | None = None,
+    prefix: str | None = None,
+    **options: Any,
+) -> Callable[[bytes], Case]:
+    """What :func:`fuzz_cases` maps its blobs through: reads a valid case about
+    ``valid_share`` of the time, else a malformed one, from a blob of the family's size."""
+    return building.case_builder(
+        family_for(protocol),
+        protocol,
+        operators=operators,
+        valid_share=valid_share,
+        frame_max=frame_max,
+        prefix=prefix,
+        **options,
+    )
+
+
+def valid_case_builder(
+    methods: Sequence[str] | None = None,
+    *,
+    protocol: str = DEFAULT_PROTOCOL,
+    frame_max: int | None = None,
+    prefix: str | None = None,
+    **options: Any,
+) -> Callable[[bytes], Case]:
+    """What :func:`valid_cases` maps its blobs through."""
+    family = family_for(protocol)
+    return building.valid_case_builder(
+        family, protocol, methods, frame_max=frame_max, prefix=prefix, **options
+    )
+
+
+def malformed_case_builder(
+    operators: Sequence[str] | None = None,
+    *,
+    protocol: str = DEFAULT_PROTOCOL,
+    frame_max: int | None = None,
+    prefix: str | None = None,
+    **options: Any,
+) -> Callable[[bytes], Case]:
+    """What :func:`malformed_cases` maps its blobs through."""
+    family = family_for(protocol)
+    return building.malformed_case_builder(
+        family, protocol, operators, frame_max=frame_max, prefix=prefix, **options
+    )
 
 
 def fuzz_cases(
@@ -110,16 +181,15 @@ def fuzz_cases(
     it. ``options`` go to the family (0-9-1: ``dialect``). One blob decides which kind and
     feeds the case, so Hypothesis shrinks towards a valid case of the first method, then the
     first operator."""
-    family = _family(protocol)
-    build = family.case_builder(
-        protocol,
-        operators=operators,
+    build = case_builder(
+        operators,
         valid_share=valid_share,
+        protocol=protocol,
         frame_max=frame_max,
         prefix=prefix,
         **options,
     )
-    return _blobs(family).map(build)
+    return _blobs(protocol).map(build)
 
 
 def fuzz_batches(
@@ -139,16 +209,15 @@ def fuzz_batches(
     :func:`fuzz_cases` with the same arguments, starting from its ``blob``."""
     if not isinstance(size, int) or size < 1:
         raise InvalidArgument(f"size={size!r}: a batch holds at least one case")
-    family = _family(protocol)
-    build = family.case_builder(
-        protocol,
-        operators=operators,
+    build = case_builder(
+        operators,
         valid_share=valid_share,
+        protocol=protocol,
         frame_max=frame_max,
         prefix=prefix,
         **options,
     )
-    blob = family.BLOB
+    blob = family_for(protocol).blob
     return st.randoms(use_true_random=True).map(
         lambda rnd: [build(rnd.randbytes(blob)) for _ in range(size)]
     )
@@ -169,11 +238,10 @@ def malformed_cases(
     and the reaction the specification requires. Shrinks towards the first operator of the
     catalogue and then towards that operator's simplest frames.
     """
-    family = _family(protocol)
-    build = family.malformed_case_builder(
-        protocol, operators, frame_max=frame_max, prefix=prefix, **options
+    build = malformed_case_builder(
+        operators, protocol=protocol, frame_max=frame_max, prefix=prefix, **options
     )
-    return _blobs(family).map(build)
+    return _blobs(protocol).map(build)
 
 
 def valid_cases(
@@ -187,13 +255,12 @@ def valid_cases(
     """Valid cases of ``methods`` (by default every method a client may send on an open
     channel): the method, its content if it carries one, and the reaction its method requires.
     Shrinks towards the first method named and its simplest arguments."""
-    family = _family(protocol)
-    build = family.valid_case_builder(
-        protocol, methods, frame_max=frame_max, prefix=prefix, **options
+    build = valid_case_builder(
+        methods, protocol=protocol, frame_max=frame_max, prefix=prefix, **options
     )
-    return _blobs(family).map(build)
+    return _blobs(protocol).map(build)
 
 
-def _blobs(family: ModuleType) -> st.SearchStrategy[bytes]:
-    size: int = family.BLOB
+def _blobs(protocol: str) -> st.SearchStrategy[bytes]:
+    size = family_for(protocol).blob
     return st.binary(min_size=size, max_size=size)

@@ -12,9 +12,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any, Protocol
 
-__all__ = ["Case", "Code", "Reaction", "Step"]
+from amqpfuzz.spec import OutcomeKind, Scope
+
+__all__ = ["Case", "Code", "ErrorCode", "Placement", "Reaction", "Step"]
 
 
 class Code(Protocol):
@@ -28,7 +31,28 @@ class Code(Protocol):
     def value(self) -> int | str: ...
 
     @property
-    def scope(self) -> str: ...
+    def scope(self) -> Scope: ...
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorCode:
+    """A :class:`Code` as data: its name in the specification, its value on the wire (1.0's
+    condition symbol, 0-10's number) and the scope an error with it closes."""
+
+    name: str
+    value: int | str
+    scope: Scope
+
+
+class Placement(StrEnum):
+    """What the fuzzer must provide before a case's steps go (:attr:`Case.placement`)."""
+
+    OPEN = "open"  # an open channel or session, the case's own
+    FRESH = "fresh"  # one opened for the case alone (1.0, 0-10: a channel with no session)
+    CLOSED = "closed"  # a channel number that is not open
+    NONE = "none"  # the case uses channel 0 or names its channels itself
+    START = "start"  # 1.0, 0-10: a connection of its own, right after the protocol headers
+    HEADER = "header"  # 1.0, 0-10: a new connection; the case sends the protocol header
 
 
 class Step(Protocol):
@@ -53,7 +77,7 @@ class Reaction:
     specification says which close answers that.
     """
 
-    outcome: str
+    outcome: OutcomeKind
     codes: tuple[Code, ...] = ()
     responses: tuple[str, ...] = ()
     or_reply: bool = False
@@ -62,19 +86,19 @@ class Reaction:
     @classmethod
     def error(cls, codes: Sequence[Code], *, or_reply: bool = False) -> Reaction:
         """The close the codes require: the first one's scope is what closes."""
-        return cls(f"{codes[0].scope}-close", tuple(codes), or_reply=or_reply)
+        return cls(Scope(codes[0].scope).close, tuple(codes), or_reply=or_reply)
 
     @classmethod
     def reply(cls, responses: Sequence[str] = (), tolerated: Sequence[Code] = ()) -> Reaction:
-        return cls("reply", (), tuple(responses), tolerated=tuple(tolerated))
+        return cls(OutcomeKind.REPLY, (), tuple(responses), tolerated=tuple(tolerated))
 
     def accepts(self, outcome: str, code: int | str | None) -> bool:
         """Whether a broker's reaction (an outcome and its code) is what this allows."""
-        if self.outcome == "reply":
-            return outcome == "reply" or any(
-                c.value == code and f"{c.scope}-close" == outcome for c in self.tolerated
+        if self.outcome == OutcomeKind.REPLY:
+            return outcome == OutcomeKind.REPLY or any(
+                c.value == code and Scope(c.scope).close == outcome for c in self.tolerated
             )
-        if outcome == "reply":
+        if outcome == OutcomeKind.REPLY:
             return self.or_reply
         if not self.codes:  # a close that carries no code (1.0: the socket after a header)
             return outcome == self.outcome
@@ -100,7 +124,7 @@ class Reaction:
         """The reaction :meth:`as_dict` wrote; ``code`` finds a code by name in the spec.
         Raises KeyError or TypeError for data that is not one."""
         return cls(
-            str(data["outcome"]),
+            OutcomeKind(data["outcome"]),
             tuple(code(c["name"]) for c in data["codes"]),
             tuple(str(r) for r in data["responses"]),
             bool(data["or_reply"]),
@@ -108,7 +132,7 @@ class Reaction:
         )
 
     def __str__(self) -> str:
-        if self.outcome == "reply":
+        if self.outcome == OutcomeKind.REPLY:
             return f"reply {' or '.join(self.responses)}" if self.responses else "no error"
         if not self.codes:
             after = f" after the {' and '.join(self.responses)}" if self.responses else ""
@@ -122,20 +146,20 @@ class Case:
     """Steps to send on one connection and the reaction the specification requires.
 
     ``operator`` is the mutation operator that broke it (None: a valid case); ``level`` is the
-    operator's (``frame``, ``sequence``, ``rule``). ``channel`` says what the fuzzer must
-    provide before sending: ``open`` (an open channel or session, the case's own), ``fresh``
-    (one opened for this case alone, on which nothing has happened yet; 1.0: a channel with no
-    session), ``closed`` (a number that is not open), ``none`` (the case uses channel 0 or
-    names its channels itself), ``start`` (1.0: a connection of its own, right after the AMQP
-    protocol header; the case sends ``open`` itself, or not) or ``header`` (1.0: a new
-    connection; the case sends the protocol header).
+    operator's (``frame``, ``sequence``, ``rule``). ``placement`` says what the fuzzer must
+    provide before sending (:class:`Placement`): ``open`` (an open channel or session, the
+    case's own), ``fresh`` (one opened for this case alone, on which nothing has happened yet;
+    1.0: a channel with no session), ``closed`` (a number that is not open), ``none`` (the case
+    uses channel 0 or names its channels itself), ``start`` (1.0: a connection of its own,
+    right after the AMQP protocol header; the case sends ``open`` itself, or not) or ``header``
+    (1.0: a new connection; the case sends the protocol header).
     """
 
     steps: tuple[Step, ...]
     expected: Reaction
     spec_ref: str
     operator: str | None = None
-    channel: str = "open"
+    placement: Placement = Placement.OPEN
     note: str = ""
     frames: tuple[Any, ...] = field(default=(), compare=False)
     # the drawn blob the case was read from: drawing it again gives the same case
@@ -148,7 +172,7 @@ class Case:
 
     @property
     def kills_connection(self) -> bool:
-        return self.expected.outcome == "connection-close"
+        return self.expected.outcome == OutcomeKind.CONNECTION_CLOSE
 
     @property
     def rule_ref(self) -> bool:

@@ -8,6 +8,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+pytestmark = pytest.mark.slow  # every test here starts a broker, Spark or a process
+
 BENCH = Path(__file__).resolve().parents[1] / "bench"
 
 

@@ -82,6 +82,7 @@ def test_unknown_protocol_is_a_usage_error() -> None:
     assert code == 2 and "0-7" in err
 
 
+@pytest.mark.slow
 def test_console_script_is_installed_and_fails_cleanly(tmp_path: Path) -> None:
     assert AMQPFUZZ, "the amqpfuzz console script is not installed beside this Python"
     bad = tmp_path / "dup.xml"

@@ -11,10 +11,9 @@ import random
 
 import pytest
 
-from amqpfuzz.fuzzer.protocols import driver_for
-from amqpfuzz.strategies import amqp010, amqp091, amqp10
+from amqpfuzz.fuzzer.protocols.families import driver_for
+from amqpfuzz.strategies import case_builder
 
-FAMILIES = {"0-9-1": amqp091, "0-9": amqp091, "0-8": amqp091, "1.0": amqp10, "0-10": amqp010}
 BLOBS = {"0-9-1": 128, "0-9": 128, "0-8": 128, "1.0": 512, "0-10": 512}
 PREFIX = "amqpfuzz-golden-"
 DIGESTS = {
@@ -27,7 +26,7 @@ DIGESTS = {
 
 
 def described(protocol: str, count: int = 400) -> list[dict[str, object]]:
-    build = FAMILIES[protocol].case_builder(protocol, prefix=PREFIX)
+    build = case_builder(protocol=protocol, prefix=PREFIX)
     rnd = random.Random(f"golden-{protocol}")
     driver = driver_for(protocol)
     out = []
@@ -41,7 +40,7 @@ def described(protocol: str, count: int = 400) -> list[dict[str, object]]:
                 "spec_ref": case.spec_ref,
                 "operator": case.operator,
                 "level": case.level,
-                "channel": case.channel,
+                "channel": case.placement,
                 "own": driver.needs_own_connection(case),
                 "own_channel": driver.own_channel(case),
                 "stage": driver.stage(case),

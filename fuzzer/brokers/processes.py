@@ -36,10 +36,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from types import TracebackType
 
-from amqpfuzz.spec import AmqpfuzzError
-
+from .errors import BrokerError
 from .guardian import OWNER, clean_up, reap
 from .guardian import running as process_running
+from .tls import make_certificates
 
 __all__ = [
     "BROKERS",
@@ -61,10 +61,6 @@ RABBITMQ_SERVER = "/usr/lib/rabbitmq/bin/rabbitmq-server"
 RABBITMQCTL = "/usr/lib/rabbitmq/bin/rabbitmqctl"
 GARAGEMQ_CONFIG = "/etc/garagemq/config.yaml"
 PROTON_BROKER = "/usr/share/proton/examples/python/broker.py"
-
-
-class BrokerError(AmqpfuzzError):
-    """A throwaway broker could not be started (or died): says why, with its last log lines."""
 
 
 def free_port() -> int:
@@ -364,8 +360,6 @@ class RabbitMQ(Broker):
     def _tls_configuration(self) -> str:
         if self.tls_port is None:
             return ""
-        from .tls import make_certificates
-
         tls = self.directory / "tls"
         if not (tls / "ca.pem").exists():  # a restart keeps the certificates it had
             make_certificates(tls)

@@ -12,7 +12,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from .processes import BrokerError
+from .errors import BrokerError
 
 __all__ = ["Certificates", "make_certificates"]
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 import time
 from collections.abc import Callable, Sequence
 from typing import IO, Any, TypeVar
@@ -10,12 +9,11 @@ from typing import IO, Any, TypeVar
 import click
 from rich.console import Console
 from rich.live import Live
-from rich.table import Table
 from rich.text import Text
 
 from ..brokers import Target, parse_target
 
-__all__ = ["BadInput", "Progress", "summary_table", "target_options", "url_targets"]
+__all__ = ["BadInput", "Progress", "target_options", "url_targets"]
 
 
 class BadInput(click.ClickException):
@@ -75,56 +73,6 @@ class Progress:
             f"{self.cases} cases  {self.cases / elapsed:.0f}/s  {programs}"
             f"{self.failures} failures  {self.xfails} known deviations  {elapsed:.0f} s"
         )
-
-
-def summary_table(
-    rows: list[dict[str, Any]], signatures: dict[str, tuple[int, str, float]]
-) -> list[Table]:
-    """The end-of-run tables: per target (with the broker's restarts), then the failure
-    signatures in the order they were found (seconds into the run), each with a replay
-    command."""
-    targets = Table(title="amqpfuzz run", title_justify="left")
-    for column in (
-        "target",
-        "cases",
-        "cases/s",
-        "programs",
-        "failures",
-        "known deviations",
-        "divergences",
-        "restarts",
-    ):
-        targets.add_column(column, justify="left" if column == "target" else "right")
-    for row in rows:
-        targets.add_row(
-            row["target"],
-            str(row["cases"]),
-            f"{row['rate']:.0f}",
-            str(row["programs"]),
-            str(row["failures"]),
-            str(row["xfails"]),
-            str(row["divergences"]),
-            str(row["restarts"]),
-        )
-    tables = [targets]
-    if signatures:
-        failures = Table(title="failures, as they were found", title_justify="left")
-        failures.add_column("found", justify="right")
-        failures.add_column("signature", overflow="fold")
-        failures.add_column("seen", justify="right")
-        failures.add_column("replay", overflow="fold")
-        for signature, (count, reproducer, found) in sorted(
-            signatures.items(), key=lambda item: (item[1][2], item[0])
-        ):
-            failures.add_row(
-                f"{found:.0f} s", signature, str(count), f"amqpfuzz replay {reproducer}"
-            )
-        tables.append(failures)
-    return tables
-
-
-def stderr_console() -> Console:
-    return Console(file=sys.stderr)
 
 
 Command = TypeVar("Command", bound=Callable[..., Any])

@@ -8,10 +8,9 @@ from typing import Any
 
 import click
 from rich.console import Console
-from rich.table import Table
+from rich.table import Table as RichTable
 
-from amqpfuzz.spec import DEFAULT_PROTOCOL, PROTOCOLS, AnySpec, load, load_file
-from amqpfuzz.spec.amqp10.model import Descriptor, Spec100
+from amqpfuzz.spec import DEFAULT_PROTOCOL, PROTOCOLS, Table, describe, load, load_file
 
 from .console import BadInput
 
@@ -32,125 +31,13 @@ _LABELS = {
 }
 
 
-def _describe(spec: AnySpec) -> dict[str, Any]:
-    sources = getattr(spec, "sources", None) or (getattr(spec, "source", ""),)
-    out: dict[str, Any] = {
-        "protocol": spec.protocol,
-        "sources": list(sources),
-        "counts": spec.inventory(),
-    }
-    header = getattr(spec, "protocol_header", None)
-    if isinstance(header, bytes):
-        out["protocol_header"] = list(header[4:])
-    if isinstance(spec, Spec100):
-        out.update(_describe_1_0(spec))
-    classes = getattr(spec, "classes", ())
-    if classes and hasattr(classes[0], "methods"):
-        out["classes"] = [
-            {"name": c.name, "index": c.index, "methods": [m.name for m in c.methods]}
-            for c in classes
-        ]
-    return out
-
-
-def _describe_1_0(spec: Spec100) -> dict[str, Any]:
-    """1.0's parts, its described types by name with their descriptors (every performative
-    and SASL frame among them), and its error conditions."""
-
-    def descriptor(d: Descriptor) -> dict[str, Any]:
-        return {"name": d.name, "code": f"0x{d.code[0]:08x}:0x{d.code[1]:08x}"}
-
-    parts = []
-    for part in spec.parts:
-        mine = [t for t in spec.types if t.part == part.name]
-        parts.append(
-            {
-                "name": part.name,
-                "sections": [s.name for s in part.sections],
-                **{
-                    f"{kind}_types": sum(1 for t in mine if t.type_class == kind)
-                    for kind in ("primitive", "composite", "restricted")
-                },
-                "definitions": sum(1 for d in spec.definitions if d.part == part.name),
-            }
-        )
-    composites = [
-        {
-            "name": t.name,
-            "part": t.part,
-            "descriptor": descriptor(t.descriptor),
-            "provides": list(t.provides),
-            "fields": [
-                {
-                    "name": f.name,
-                    "type": f.type,
-                    "mandatory": f.mandatory,
-                    "multiple": f.multiple,
-                    "default": f.default,
-                    "requires": list(f.requires),
-                }
-                for f in t.fields
-            ],
-        }
-        for t in spec.types_of_class("composite")
-    ]
-    restricted = spec.types_of_class("restricted")
-    return {
-        "parts": parts,
-        "performatives": [c["name"] for c in composites if "frame" in c["provides"]],
-        "sasl_frames": [c["name"] for c in composites if "sasl-frame" in c["provides"]],
-        "composites": composites,
-        "described_restricted": [
-            {"name": t.name, "source": t.source, "descriptor": descriptor(t.descriptor)}
-            for t in restricted
-            if t.descriptor is not None
-        ],
-        "error_conditions": {
-            t.name: dict(t.choices) for t in restricted if "error-condition" in t.provides
-        },
-        "primitive_encodings": {
-            t.name: [
-                {
-                    "code": f"0x{e.code:02x}",
-                    "name": e.name,
-                    "category": e.category,
-                    "width": e.width,
-                }
-                for e in t.encodings
-            ]
-            for t in spec.types_of_class("primitive")
-        },
-    }
-
-
-def _print_1_0(console: Console, described: dict[str, Any]) -> None:
-    parts = Table(title="parts", title_justify="left")
-    for column in ("part", "sections", "primitive", "composite", "restricted", "definitions"):
-        parts.add_column(column, justify="left" if column in ("part", "sections") else "right")
-    for part in described["parts"]:
-        parts.add_row(
-            part["name"],
-            ", ".join(part["sections"]),
-            *(str(part[f"{k}_types"]) for k in ("primitive", "composite", "restricted")),
-            str(part["definitions"]),
-        )
-    console.print(parts)
-    frames = Table(title="performatives and SASL frames", title_justify="left")
-    for column in ("frame", "descriptor", "fields (* mandatory)"):
-        frames.add_column(column)
-    for c in described["composites"]:
-        if {"frame", "sasl-frame"} & set(c["provides"]):
-            fields = ", ".join(f["name"] + ("*" if f["mandatory"] else "") for f in c["fields"])
-            frames.add_row(
-                c["name"], f"{c['descriptor']['name']} {c['descriptor']['code']}", fields
-            )
-    console.print(frames)
-    errors = Table(title="error conditions", title_justify="left")
-    errors.add_column("type")
-    errors.add_column("conditions")
-    for name, choices in described["error_conditions"].items():
-        errors.add_row(name, ", ".join(choices.values()))
-    console.print(errors)
+def _print_table(console: Console, shown: Table) -> None:
+    table = RichTable(title=shown.title, title_justify="left")
+    for column in shown.columns:
+        table.add_column(column, justify="right" if column in shown.numeric else "left")
+    for row in shown.rows:
+        table.add_row(*row)
+    console.print(table)
 
 
 @click.command("spec")
@@ -171,20 +58,20 @@ def _print_1_0(console: Console, described: dict[str, Any]) -> None:
 def spec_command(protocol: str, path: str | None, as_json: bool) -> None:
     """What a specification holds: counts computed from its XML."""
     spec = load_file(path) if path else load(protocol)
-    described = _describe(spec)
+    described = describe(spec)
     if as_json:
-        click.echo(json.dumps(described, indent=2))
+        click.echo(json.dumps(dict(described.data), indent=2))
         return
-    table = Table(title=f"AMQP {spec.protocol}", title_justify="left")
+    table = RichTable(title=f"AMQP {spec.protocol}", title_justify="left")
     table.add_column("what")
     table.add_column("count", justify="right")
-    for key, count in described["counts"].items():
+    for key, count in described.data["counts"].items():
         table.add_row(_LABELS.get(key, key.replace("_", " ")), str(count))
     console = Console()
     console.print(table)
-    if isinstance(spec, Spec100):
-        _print_1_0(console, described)
-    for source in described["sources"]:
+    for shown in described.tables:
+        _print_table(console, shown)
+    for source in described.data["sources"]:
         console.print(f"[dim]from {source}[/dim]", highlight=False)
 
 
@@ -199,6 +86,7 @@ def spec_command(protocol: str, path: str | None, as_json: bool) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print JSON for machines.")
 def mutations_command(protocol: str, as_json: bool) -> None:
     """The mutation operators a campaign uses, and the reaction each requires."""
+    # (imported here: `amqpfuzz spec` does without Hypothesis, which the strategies load)
     from hypothesis.errors import InvalidArgument
 
     from amqpfuzz.strategies import operators
@@ -225,7 +113,7 @@ def mutations_command(protocol: str, as_json: bool) -> None:
     if as_json:
         click.echo(json.dumps({"protocol": protocol, "operators": rows}, indent=2))
         return
-    table = Table(title=f"Mutation operators, AMQP {protocol}", title_justify="left")
+    table = RichTable(title=f"Mutation operators, AMQP {protocol}", title_justify="left")
     table.add_column("operator", no_wrap=True)
     for column in ("breaks", "how", "required reaction"):
         table.add_column(column)

@@ -9,7 +9,6 @@ process shows the progress its events tell and prints the summary.
 from __future__ import annotations
 
 import contextlib
-import math
 import secrets
 import sys
 import uuid
@@ -21,6 +20,7 @@ import click
 from rich.console import Console
 
 from amqpfuzz.spec import DEFAULT_PROTOCOL, PROTOCOLS
+from amqpfuzz.strategies import operators as catalogue
 
 from ..brokers import BROKERS, Broker, Target, parse_target, refuses, throwaway
 from ..brokers.profiles import find_profile
@@ -34,12 +34,13 @@ from ..engine.events import (
     Progress as Counts,
 )
 from ..engine.programs import ProgramSettings
-from ..protocols import driver_for
-from ..records import write_totals
-from .console import BadInput, Progress, summary_table, target_options, url_targets
+from ..protocols.families import driver_for
+from ..recording import write_totals
+from .console import BadInput, Progress, target_options, url_targets
+from .summary import summarize
 from .workers import WorkerJob, supervise
 
-__all__ = ["preflight", "run_command", "summarize"]
+__all__ = ["preflight", "run_command"]
 
 
 def preflight(
@@ -185,8 +186,6 @@ def _run(
     run_id = uuid.uuid4().hex[:12]
     chosen = tuple(o.strip() for o in operators.split(",")) if operators else None
     if chosen:
-        from amqpfuzz.strategies import operators as catalogue
-
         known = {op.name for op in catalogue(protocol)}
         unknown = [o for o in chosen if o not in known]
         if unknown:
@@ -204,7 +203,7 @@ def _run(
         shrink=not no_shrink,
     )
     if master is not None:
-        from .spark import run_spark
+        from .spark import run_spark  # (pyspark loads only for a run on Spark)
 
         if urls:
             preflight(
@@ -284,58 +283,3 @@ class _Watch:
         elif isinstance(event, RunFinished) and event.kind == "fuzz":
             # a fuzz campaign's last count stands while the same worker's programs run
             self.counts[index] = (*self.counts.get(index, (0, 0, 0, 0))[:3], 0)
-
-
-def summarize(
-    finished: list[RunFinished],
-    errors: list[str],
-    interrupted: bool,
-    console: Console,
-    seed: int,
-    where: str = "records in the --out directory",
-) -> int:
-    """The end-of-run tables from the runs' summaries; the exit status."""
-    rows: dict[str, dict[str, Any]] = {}
-    signatures: dict[str, tuple[int, str, float]] = {}
-    down: list[str] = []
-    for run in finished:
-        for summary in run.targets:
-            row = rows.setdefault(
-                summary.label,
-                {
-                    "target": summary.label,
-                    "cases": 0,
-                    "programs": 0,
-                    "rate": 0.0,
-                    "failures": 0,
-                    "xfails": 0,
-                    "divergences": 0,
-                    "restarts": 0,
-                },
-            )
-            row["cases"] += summary.cases
-            row["programs"] += summary.programs
-            row["rate"] += summary.cases / max(summary.elapsed, 1e-9)
-            row["failures"] += summary.failures
-            row["xfails"] += summary.xfails
-            row["divergences"] += summary.divergences
-            row["restarts"] = max(row["restarts"], summary.restarts)  # one broker, many workers
-            for signature, count in summary.signatures.items():
-                seen, path, found = signatures.get(signature, (0, "", math.inf))
-                signatures[signature] = (
-                    seen + count,
-                    path or summary.reproducers.get(signature, ""),
-                    min(found, summary.first_seen.get(signature, math.inf)),
-                )
-            if summary.broker_down and summary.broker_down not in down:
-                down.append(summary.broker_down)
-    for table in summary_table(list(rows.values()), signatures):
-        console.print(table)
-    for message in down:
-        console.print(f"broker down: {message}", highlight=False)
-    console.print(f"seed {seed}; {where}", highlight=False)
-    if errors:
-        raise BadInput(errors[0])
-    if interrupted:
-        return 130
-    return 1 if signatures or down else 0

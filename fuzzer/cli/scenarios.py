@@ -30,7 +30,8 @@ from ..brokers import BROKERS, parse_target, refuses, throwaway
 from ..brokers.profiles import find_profile
 from ..engine.conformance import ConformanceRun, ScenarioTarget, failing
 from ..engine.events import Emitter, ScenarioJudged
-from ..records import RecordHandler, RecordWriter, write_totals
+from ..recording import RecordHandler, write_totals
+from ..records import RecordWriter
 from .console import BadInput, target_options, url_targets
 
 __all__ = ["scenarios_command"]
@@ -199,7 +200,7 @@ def _report(
         table.add_column(f"{target.label}{profile}", overflow="fold")
     for scenario in chosen:
         ref = scenario.spec_ref
-        if scenario.protocol != "0-9-1":
+        if scenario.protocol != DEFAULT_PROTOCOL:  # the default needs no name
             ref = f"{scenario.protocol} {ref}"
         row = [ref + (" (probe)" if scenario.probe else "")]
         for target in targets:

@@ -18,8 +18,10 @@ from ..cluster import SparkRun, plan, run_on_spark
 from ..cluster.job import SUBMITTED, SparkProgress
 from ..engine.campaign import CampaignSettings
 from ..engine.events import RunFinished, TargetSummary
-from ..records import write_totals
+from ..recording import write_totals
+from ..spark import SessionError, local_session
 from .console import BadInput
+from .summary import summarize
 
 __all__ = ["run_spark"]
 
@@ -47,8 +49,6 @@ def run_spark(
     console: Console,
 ) -> int:
     """Run the shards on ``master``; the exit status (1: failures found)."""
-    from amqpfuzz.reports.session import SessionError, local_session
-
     work = plan(
         run_id, settings, urls=urls, brokers=brokers, shards=shards, profile=profile,
         allow_remote=allow_remote,
@@ -95,8 +95,6 @@ def run_spark(
 
 def _summary(result: SparkRun, console: Console, seed: int) -> int:
     """The plain run's summary, from the shards' summaries; a shard's error, one line each."""
-    from .run import summarize
-
     base = result.output.rsplit("/spark-", 1)[0]
     finished = [
         RunFinished(result.output, "fuzz", tuple(_target(t, base) for t in shard["targets"]))

@@ -29,7 +29,8 @@ from ..engine.campaign import Campaign, CampaignSettings, TargetRun
 from ..engine.events import Emitter, Judged, RunFinished
 from ..engine.programs import ProgramSettings, run_programs
 from ..engine.targets import TargetState
-from ..records import RecordHandler, RecordWriter
+from ..recording import RecordHandler
+from ..records import RecordWriter
 
 __all__ = ["WorkerDone", "WorkerFailed", "WorkerJob", "supervise"]
 

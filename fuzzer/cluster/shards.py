@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from ..brokers import parse_target
 from ..engine.campaign import CampaignSettings
 
 __all__ = ["Shard", "plan"]
@@ -35,8 +36,6 @@ class Shard:
         password."""
         if self.broker is not None:
             return f"throwaway {self.broker}"
-        from ..brokers import parse_target
-
         return parse_target(str(self.url)).safe_url
 
 

@@ -25,7 +25,8 @@ from typing import Any
 from ..brokers import Target, parse_target, throwaway
 from ..engine.campaign import Campaign, TargetRun
 from ..engine.events import Emitter, RunFinished, TargetSummary
-from ..records import RecordHandler, RecordWriter
+from ..recording import RecordHandler
+from ..records import RecordWriter
 from .shards import Shard
 
 __all__ = ["Row", "run_shard"]

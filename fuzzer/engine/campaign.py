@@ -29,11 +29,12 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import seed as hypothesis_seed
 from hypothesis import strategies as st
 
-from amqpfuzz.spec import DEFAULT_PROTOCOL
+from amqpfuzz.spec import DEFAULT_PROTOCOL, OutcomeKind
 from amqpfuzz.strategies import Case, fuzz_batches, fuzz_cases
 
 from ..brokers import BrokerError
-from ..protocols import ConnectionFailed, reaction_record
+from ..protocols import ConnectionFailed, Outcome
+from ..records import reaction_of
 from . import signatures
 from .events import (
     BrokerDown,
@@ -163,11 +164,6 @@ class Campaign:
         self._dice = random.Random(config.seed)  # which avoided cases run all the same
         for run in targets:
             run.protocol = config.protocol
-
-    @property
-    def first_failures(self) -> dict[str, tuple[Case, Path, TargetRun]]:
-        """The first failure of each new signature: its case, reproducer and target."""
-        return self._first
 
     # -- setting up ------------------------------------------------------------------------
 
@@ -474,7 +470,7 @@ class Campaign:
             target=run.view(),
             spec_ref=case.spec_ref,
             expected=expected_of(case),
-            observed=result.outcome.as_record(),
+            observed=reaction_of(result.outcome),
             verdict=verdict.verdict,
             seed=str(self.config.seed),
             duration_s=result.duration_s,
@@ -625,21 +621,15 @@ class Campaign:
 def expected_of(case: Case) -> dict[str, Any]:
     """The record contract's ``expected``: the reaction required, and for a close the method
     at fault (0-9-1's class and method ids, where the case's first frame has them)."""
-    class_id = method_id = None
+    at_fault = None
     for frame in case.frames:
         method = getattr(frame, "method", None)
         if method is not None:
-            class_id, method_id = method.class_index, method.index
+            at_fault = (method.class_index, method.index)
             break
-    closing = case.expected.outcome != "reply"
-    code = case.expected.code
-    return reaction_record(
-        case.expected.outcome,
-        code if isinstance(code, int) else None,
-        class_id if closing else None,
-        method_id if closing else None,
-        condition=code if isinstance(code, str) else None,
-    )
+    closing = case.expected.outcome != OutcomeKind.REPLY
+    required = Outcome(case.expected.outcome, case.expected.code)
+    return reaction_of(replace(required, method=at_fault if closing else None))
 
 
 def _key(case: Case) -> str:

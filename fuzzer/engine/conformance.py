@@ -22,16 +22,12 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from amqpfuzz.scenarios import Scenario
-from amqpfuzz.spec import DEFAULT_PROTOCOL
+from amqpfuzz.spec import DEFAULT_PROTOCOL, OutcomeKind
 
 from ..brokers import Broker
-from ..protocols import (
-    ConnectionFailed,
-    Played,
-    UnsupportedProtocol,
-    driver_for,
-    reaction_record,
-)
+from ..protocols import ConnectionFailed, Outcome, Played, UnsupportedProtocol
+from ..protocols.families import driver_for, player_for
+from ..records import reaction_of
 from . import signatures
 from .events import Emitter, RunFinished, RunStarted, ScenarioJudged, TargetSummary
 from .targets import TargetState
@@ -216,8 +212,7 @@ class ConformanceRun:
             played = Played("error", f"not run: the broker stopped serving earlier: {target.gone}")
             return self._judge(scenario, target, played, "")
         generation = target.generation
-        driver = driver_for(scenario.protocol)
-        played = driver.play(
+        played = player_for(scenario.protocol).play(
             scenario, target.target, prefix=prefix, timeout=self.timeout, broker=target.broker
         )
         down = self._down(target)
@@ -226,7 +221,7 @@ class ConformanceRun:
         if down:
             played.status = "fail"
             played.message = f"the broker stopped serving during the scenario: {down[0]}"
-            played.observed = reaction_record("broker-down")
+            played.observed = Outcome(OutcomeKind.BROKER_DOWN)
             played.notes["broker_log"] = down[1]
             if target.broker is None:
                 target.gone = f"after {scenario.protocol}/{scenario.name}"
@@ -256,8 +251,9 @@ class ConformanceRun:
         verdict = judge_against(
             target, status, rule=scenario.spec_ref, protocol=scenario.protocol, xpass=True
         )
-        expected = played.expected if played else reaction_record("skip")
-        seen = played.observed if played else reaction_record("skip")
+        skipped = Outcome(OutcomeKind.SKIP)
+        expected = reaction_of(played.expected if played else skipped)
+        seen = reaction_of(played.observed if played else skipped)
         event = ScenarioJudged(
             kind="scenario",
             target=target.view(scenario.protocol),

@@ -1,7 +1,7 @@
 """What the engine says as it runs: frozen events, and the emitter that hands them to handlers.
 
 Campaigns, stateful programs and conformance runs never write a record or print a line: they
-emit events. The record writer (:class:`~amqpfuzz.fuzzer.records.RecordHandler`), the terminal
+emit events. The record writer (:class:`~amqpfuzz.fuzzer.recording.RecordHandler`), the terminal
 progress and summary (:mod:`amqpfuzz.fuzzer.cli`) and the pytest plugin are handlers of them. A
 worker process forwards its events to the process that started it, so every event is plain,
 picklable data.
@@ -17,6 +17,8 @@ import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
+
+from ..records import describe
 
 if TYPE_CHECKING:
     from amqpfuzz.scenarios import Scenario
@@ -169,11 +171,9 @@ class ScenarioJudged(Judged):
     @property
     def cell(self) -> str:
         """The conformance table's cell: the verdict and what the broker did."""
-        from ..protocols import describe
-
         if self.played is None:
             return self.verdict
-        return f"{self.verdict} · {describe(self.played.observed)}"
+        return f"{self.verdict} · {describe(self.observed)}"
 
     @property
     def message(self) -> str:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from amqpfuzz.spec import OutcomeKind
 from amqpfuzz.strategies import Case
 
 from ..protocols import Outcome
@@ -60,8 +61,8 @@ def check(name: str) -> Callable[[Check], Check]:
 @check("liveness")
 def liveness(seen: Observation) -> None:
     """After every case the broker must still accept a connection."""
-    if seen.crashed or not seen.alive or seen.outcome.kind == "broker-down":
-        down = Outcome("broker-down", text=seen.outcome.text)
+    if seen.crashed or not seen.alive or seen.outcome.kind == OutcomeKind.BROKER_DOWN:
+        down = Outcome(OutcomeKind.BROKER_DOWN, text=seen.outcome.text)
         raise Failure(
             "liveness",
             signature("liveness", seen.case, down),
@@ -72,7 +73,7 @@ def liveness(seen: Observation) -> None:
 @check("decoding")
 def decoding(seen: Observation) -> None:
     """Whatever a broker sends must be AMQP our decoder can read."""
-    if seen.outcome.kind == "bad-frame":
+    if seen.outcome.kind == OutcomeKind.BAD_FRAME:
         raise Failure(
             "decoding",
             signature("decoding", seen.case, seen.outcome),
@@ -83,7 +84,7 @@ def decoding(seen: Observation) -> None:
 @check("hang")
 def hang(seen: Observation) -> None:
     """A synchronous method gets its reply, or a close, within the timeout."""
-    if seen.outcome.kind == "timeout":
+    if seen.outcome.kind == OutcomeKind.TIMEOUT:
         raise Failure(
             "hang",
             signature("hang", seen.case, seen.outcome),

@@ -21,7 +21,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from amqpfuzz.strategies import Case
+from amqpfuzz.spec import OutcomeKind
+from amqpfuzz.strategies import Case, Placement
 
 from ..protocols import Connection, Driver, Outcome
 
@@ -127,23 +128,27 @@ class OwnConnections:
         connection = self._take_spare(case)
         if isinstance(connection, Outcome):
             return self._judged(case, connection, 0, 0.0, b"", False)
-        driver, control = self.driver, self.driver.control
+        driver, control = self.driver, self.driver.rules.control
         data = case.render(driver.own_channel(case))
         probing = not self.settling.waits(case)
         # a case that needs an open channel runs on the control channel, opened first (unless
         # the spare came with it open)
         ready = control in connection.open_channels
-        opened = ready or case.channel in ("open", "fresh") or probing
+        opened = ready or case.placement in (Placement.OPEN, Placement.FRESH) or probing
         opening = driver.open_channel(connection, control) if opened and not ready else b""
         if opened:
             connection.open_channels.add(control)
-        out = opening + data if case.channel in ("open", "fresh") else data + opening
+        out = (
+            opening + data
+            if case.placement in (Placement.OPEN, Placement.FRESH)
+            else data + opening
+        )
         if probing and (driver.probes(case) or driver.own_channel(case) != control):
             out += driver.probe(connection, control)  # (a case that ends it itself: none)
         self._log(connection, True, index, out, driver.stage(case))
         connection.send(out)
         now = time.monotonic()
-        echoes = driver.echoes(case) if case.channel in ("open", "fresh") else 0
+        echoes = driver.echoes(case) if case.placement in (Placement.OPEN, Placement.FRESH) else 0
         wait = self.timeout if probing else self.settling.seconds
         return Flight(index, case, connection, data, now, now + wait, probing, echoes, opened)
 
@@ -172,7 +177,7 @@ class OwnConnections:
                 return True
             if now < flight.deadline:
                 return False
-            control = self.driver.control
+            control = self.driver.rules.control
             probe = b"" if flight.opened else self.driver.open_channel(connection, control)
             probe += self.driver.probe(connection, control)
             self._log(connection, True, flight.index, probe, self.driver.stage(flight.case))
@@ -182,14 +187,16 @@ class OwnConnections:
         if connection.ended is not None or now >= flight.deadline:
             return True
         if flight.lingers:
-            return now >= flight.lingers or self.driver.control + 1 in connection.closed_channels
+            return (
+                now >= flight.lingers or self.driver.rules.control + 1 in connection.closed_channels
+            )
         if not self._answered(flight):
             return False
         # accepted, from a target seen to close for such a case: a while longer, in flight
         # (a busy RabbitMQ finds some hard errors in a channel's own process, after it
         # answered the probe)
         late = flight.case.kills_connection and self.settling.closes(flight.case)
-        if not late or self.driver.control in connection.closed_channels:
+        if not late or self.driver.rules.control in connection.closed_channels:
             return True
         flight.lingers = now + max(self.grace, self.settling.seconds)
         return False
@@ -197,21 +204,23 @@ class OwnConnections:
     def _answered(self, flight: Flight) -> bool:
         """The probe's answer is in (beyond the case's own answers like it), or the control
         channel closed."""
-        connection, control = flight.connection, self.driver.control
+        connection, control = flight.connection, self.driver.rules.control
         if control in connection.closed_channels:
             return True
-        replies = self.driver.probe_replies
+        replies = self.driver.rules.probe_replies
         got = sum(1 for f in connection.inbox.get(control, ()) if getattr(f, "name", "") in replies)
         return got > flight.echoes
 
     def _land(self, flight: Flight) -> Result:
         """What came of the case (read from what its connection has, waiting for nothing more
         than the replies a valid case is still due), the connection let go."""
-        connection, case, control = flight.connection, flight.case, self.driver.control
-        replies = self.driver.probe_replies
+        connection, case, control = flight.connection, flight.case, self.driver.rules.control
+        replies = self.driver.rules.probe_replies
         frames, end = connection.collect(control, replies, 0.0, flight.echoes)
-        if isinstance(end, Outcome) and end.kind == "timeout":
-            end = Outcome("timeout", text=f"no {' or '.join(replies)} in {self.timeout:g} s")
+        if isinstance(end, Outcome) and end.kind == OutcomeKind.TIMEOUT:
+            end = Outcome(
+                OutcomeKind.TIMEOUT, text=f"no {' or '.join(replies)} in {self.timeout:g} s"
+            )
         if not isinstance(end, Outcome):  # accepted: a close may have come meanwhile
             connection.pump(0.0 if flight.lingers else self.grace)
             if connection.ended is not None:
@@ -227,8 +236,12 @@ class OwnConnections:
         if channel != control:  # what came on the case's own channel counts too
             before, stopped = connection.collect(channel, (), 0.0)
             frames = before + frames
-            if isinstance(stopped, Outcome) and stopped.kind != "timeout":
-                end = stopped if not isinstance(end, Outcome) or end.kind == "timeout" else end
+            if isinstance(stopped, Outcome) and stopped.kind != OutcomeKind.TIMEOUT:
+                end = (
+                    stopped
+                    if not isinstance(end, Outcome) or end.kind == OutcomeKind.TIMEOUT
+                    else end
+                )
         outcome = self._outcome(case, frames, end, connection, channel, flight.deadline)
         self._note(case, frames)
         connection.abort()

@@ -18,9 +18,11 @@ from hypothesis import HealthCheck, Phase, Verbosity, settings
 from hypothesis import seed as hypothesis_seed
 from hypothesis.errors import Flaky, FlakyFailure
 
-from amqpfuzz.spec import DEFAULT_PROTOCOL
+from amqpfuzz.spec import DEFAULT_PROTOCOL, OutcomeKind
 
-from ..protocols import Broken, ProgramRun, ProgramStep, reaction_record
+from ..protocols import Broken, Outcome, ProgramRun, ProgramStep
+from ..protocols.families import programs_for
+from ..records import reaction_of
 from . import signatures
 from .events import (
     Emitter,
@@ -187,9 +189,8 @@ def _round(
     done = _Round(config.shrink_budget, deadline)
     broker = target.broker
     restart = broker.recover if config.restarts and broker is not None else None
-    with target.driver.machine(
-        target.target, prefix, done.add, config.timeout, avoid=avoid, restart=restart
-    ) as machine:
+    family = programs_for(target.protocol)
+    with family.machine(target.target, prefix, done.add, config.timeout, avoid, restart) as machine:
         case = machine.TestCase
         case.settings = settings(
             max_examples=config.round_size,
@@ -284,8 +285,8 @@ def _judge(
             kind="stateful",
             target=target.view(),
             spec_ref=f"stateful/{broken.invariant}" if broken else "stateful",
-            expected=reaction_record("reply"),
-            observed=reaction_record("reply"),
+            expected=reaction_of(Outcome(OutcomeKind.REPLY)),
+            observed=reaction_of(Outcome(OutcomeKind.REPLY)),
             verdict=verdict.verdict,
             seed=str(config.seed),
             duration_s=elapsed,

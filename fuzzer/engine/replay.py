@@ -18,10 +18,12 @@ from pathlib import Path
 from typing import Any
 
 from amqpfuzz.spec import DEFAULT_PROTOCOL
-from amqpfuzz.strategies import Case, Reaction
+from amqpfuzz.strategies import Case, Placement, Reaction
 
 from ..brokers import Target
-from ..protocols import Broken, ProgramStep, driver_for
+from ..protocols import Broken, ProgramStep
+from ..protocols.families import driver_for, programs_for
+from ..records import reaction_of
 from ..records.reproducers import INLINE, ReproducerError, pack, unpack, write_reproducer
 from . import signatures
 from .runner import Result, Runner
@@ -57,14 +59,14 @@ def write_case(
         "spec_ref": case.spec_ref,
         "mutation": case.operator,
         "level": case.level,
-        "channel": case.channel,
+        "channel": case.placement.value,
         "case": repr(case),
         "steps": _steps(case, channel),
         # rendered on the channel a replay runs it on (see Runner.run_alone)
         **pack(case.render(channel), "bytes_"),
         "channel_number": channel,
         "expected": case.expected.as_dict(),
-        "observed": result.outcome.as_record() | {"text": result.outcome.text},
+        "observed": reaction_of(result.outcome) | {"text": result.outcome.text},
         "failure": failure.as_record(),
         "blob_hex": case.blob.hex(),
     }
@@ -183,7 +185,7 @@ def _replay_case(data: dict[str, Any], target: Target, signature: str, timeout: 
         reaction,
         str(data["spec_ref"]),
         data.get("mutation"),
-        str(data["channel"]),
+        Placement(data["channel"]),
         level=data.get("level") or _level(data),
         frames=frames if data.get("mutation") is None else (),
     )
@@ -221,7 +223,7 @@ def _replay_program(
     steps = list(data["steps"])
     if not any(isinstance(s, dict) and s.get("step") == "restart" for s in steps):
         restart = None  # (only the families that restart take it)
-    broken = driver_for(protocol).replay_program(steps, target, prefix, timeout, restart)
+    broken = programs_for(protocol).replay(steps, target, prefix, timeout, restart)
     now = signatures.program(broken.invariant, broken.step) if broken is not None else None
     observed = f"{broken.invariant} in {broken.step}: {broken.message}" if broken else "held"
     return Replay(signature, now, f"every invariant holds ({signature} broke)", observed)

@@ -31,12 +31,13 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from amqpfuzz.spec import DEFAULT_PROTOCOL, AmqpfuzzError
-from amqpfuzz.strategies import Case
+from amqpfuzz.spec import DEFAULT_PROTOCOL, AmqpfuzzError, OutcomeKind
+from amqpfuzz.strategies import Case, Placement
 
 from ..brokers import Target
 from ..brokers.control import AnyBroker
-from ..protocols import Connection, Name, Outcome, driver_for
+from ..protocols import Connection, Name, Outcome
+from ..protocols.families import driver_for
 from .oracles import Failure, Observation, judge
 from .own import OwnConnections, Settling
 
@@ -181,7 +182,7 @@ class Runner(OwnConnections):
         try:
             return future.result(timeout=self.timeout * 3)
         except (AmqpfuzzError, TimeoutError, OSError) as exc:
-            return Outcome("broker-down", text=str(exc))
+            return Outcome(OutcomeKind.BROKER_DOWN, text=str(exc))
 
     def _lane(self, lane: Lane) -> Connection:
         if lane.connection is None or not lane.connection.alive:
@@ -234,13 +235,19 @@ class Runner(OwnConnections):
         get the reaction they required; else all), and of them, when the broker's process is
         known to have died, those sent before it did: each carries the liveness failure."""
         crashed = bool(self.broker is not None and self.broker.crashed)
-        calm = all(r.failure is None or r.outcome.kind == "channel-close" for r in results)
+        calm = all(
+            r.failure is None or r.outcome.kind == OutcomeKind.CHANNEL_CLOSE for r in results
+        )
         if (calm and not crashed) or self.alive():
             return results
         crashed = bool(self.broker is not None and self.broker.crashed)
         # a case whose connection the broker dropped, before all others (a broker that dies
         # drops its sockets); one it answered with a close, or hung on, less likely did it
-        cut = [r.outcome.kind in ("socket-close", "broker-down", "bad-frame") for r in results]
+        cut = [
+            r.outcome.kind
+            in (OutcomeKind.SOCKET_CLOSE, OutcomeKind.BROKER_DOWN, OutcomeKind.BAD_FRAME)
+            for r in results
+        ]
         suspects = cut if any(cut) else [r.failure is not None for r in results]
         died = getattr(self.broker, "crashed_at", None)
         if died is not None:  # a case sent after the broker died did not kill it
@@ -285,13 +292,13 @@ class Runner(OwnConnections):
         on it, an ``open`` case gets one opened ahead (or now, and waited for)."""
         connection = lane.connection
         assert connection is not None
-        while case.channel == "open" and lane.channels:
+        while case.placement == Placement.OPEN and lane.channels:
             channel = lane.channels.popleft()
             if channel in connection.open_channels and self._ready(connection, channel):
                 return channel, b""
         channel = self._new_channel(lane)
         opening = self.driver.open_channel(connection, channel)
-        if case.channel == "open" and self.driver.ready_replies:
+        if case.placement == Placement.OPEN and self.driver.rules.ready_replies:
             self._log(connection, False, None, opening)
             connection.send(opening)
             self._ready(connection, channel)
@@ -320,7 +327,7 @@ class Runner(OwnConnections):
         for the next group (for a driver that wants an opening answered first)."""
         connection = lane.connection
         assert connection is not None
-        if not self.driver.ready_replies:
+        if not self.driver.rules.ready_replies:
             return b""
         out = []
         while len(lane.channels) < count:
@@ -331,9 +338,9 @@ class Runner(OwnConnections):
 
     def _ready(self, connection: Connection, channel: int) -> bool:
         """Whether the opening of ``channel`` was answered (awaited, where the driver wants)."""
-        if not self.driver.ready_replies:
+        if not self.driver.rules.ready_replies:
             return True
-        found = connection.wait(channel, self.driver.ready_replies, self.timeout)
+        found = connection.wait(channel, self.driver.rules.ready_replies, self.timeout)
         return not isinstance(found, Outcome)
 
     def _release(self, lane: Lane, case: Case, channel: int) -> None:
@@ -342,10 +349,10 @@ class Runner(OwnConnections):
         is done with."""
         connection = lane.connection
         assert connection is not None
-        if self.driver.probe_ends:
+        if self.driver.rules.probe_ends:
             connection.open_channels.discard(channel)
             return
-        if case.channel == "open" and len(lane.channels) < self.in_flight:
+        if case.placement == Placement.OPEN and len(lane.channels) < self.in_flight:
             lane.channels.append(channel)
             return
         # closed with the next group's bytes: one write fewer
@@ -361,14 +368,14 @@ class Runner(OwnConnections):
         try:
             connection = self._lane(lane)
         except AmqpfuzzError as exc:
-            down = Outcome("broker-down", text=str(exc))
+            down = Outcome(OutcomeKind.BROKER_DOWN, text=str(exc))
             return {i: self._judged(case, down, 0, 0.0, b"", sent=False) for i, case in group}
         started = time.monotonic()
         placed: Placed = []
         out = [lane.closing]
         self._log(connection, False, None, lane.closing)
         lane.closing = b""
-        wanted = sum(1 for _, case in group if case.channel == "open")
+        wanted = sum(1 for _, case in group if case.placement == Placement.OPEN)
         early = self._ahead(lane, wanted)  # none ahead yet (the lane's first group): now
         if early:
             self._log(connection, False, None, early)
@@ -403,7 +410,7 @@ class Runner(OwnConnections):
         assert connection is not None
         results = {}
         unknown = []
-        replies = self.driver.probe_replies
+        replies = self.driver.rules.probe_replies
         # one for all the cases sent together (every lane's): a hang costs one timeout
         deadline = (placed[0][4] if placed else time.monotonic()) + self.timeout
         hung = False
@@ -418,13 +425,15 @@ class Runner(OwnConnections):
             if len(placed) > 1 and end is connection.ended:
                 unknown.append((i, case))
                 continue
-            if isinstance(end, Outcome) and end.kind == "timeout":
+            if isinstance(end, Outcome) and end.kind == OutcomeKind.TIMEOUT:
                 hung = True  # the first unanswered: the broker stopped answering with it
-                end = Outcome("timeout", text=f"no {' or '.join(replies)} in {self.timeout:g} s")
+                end = Outcome(
+                    OutcomeKind.TIMEOUT, text=f"no {' or '.join(replies)} in {self.timeout:g} s"
+                )
             if not isinstance(end, Outcome) and not self.driver.probes(case):
                 frames = [*frames, end]  # no probe went: the answer is the case's own
             outcome = self._outcome(case, frames, end, connection, channel, deadline)
-            if outcome.kind == "reply":
+            if outcome.kind == OutcomeKind.REPLY:
                 self._release(lane, case, channel)
             results[i] = self._judged(case, outcome, channel, time.monotonic() - started, data)
         if hung:  # a connection that stopped answering is of no more use
@@ -464,21 +473,23 @@ class Runner(OwnConnections):
             frames = [*frames, *more, *([] if isinstance(found, Outcome) else [found])]
             if isinstance(found, Outcome):
                 end = found
-                if found.kind == "timeout":
+                if found.kind == OutcomeKind.TIMEOUT:
                     end = Outcome(
-                        "timeout", text=f"no {' or '.join(missing)} in {self.timeout:g} s"
+                        OutcomeKind.TIMEOUT, text=f"no {' or '.join(missing)} in {self.timeout:g} s"
                     )
             missing = self.driver.missing_responses(case, frames)
         if isinstance(end, Outcome):
             if (
-                end.kind in ("socket-close", "timeout")
+                end.kind in (OutcomeKind.SOCKET_CLOSE, OutcomeKind.TIMEOUT)
                 and self.broker is not None
                 and self.broker.crashed
             ):
-                return Outcome("broker-down", text=f"the broker process died ({end.text})")
+                return Outcome(
+                    OutcomeKind.BROKER_DOWN, text=f"the broker process died ({end.text})"
+                )
             return end
         return Outcome(
-            "reply",
+            OutcomeKind.REPLY,
             text=", ".join(str(getattr(f, "name", f)) for f in frames if hasattr(f, "name")),
             frames=tuple(frames),
         )
@@ -495,7 +506,9 @@ class Runner(OwnConnections):
         """The oracles' verdict on a case; one that was never ``sent`` (no connection could be
         had) has no time it went out."""
         crashed = bool(self.broker is not None and self.broker.crashed)
-        seen = Observation(case, outcome, alive=outcome.kind != "broker-down", crashed=crashed)
+        seen = Observation(
+            case, outcome, alive=outcome.kind != OutcomeKind.BROKER_DOWN, crashed=crashed
+        )
         sent_at = time.monotonic() - duration if sent else math.inf
         return Result(case, outcome, channel, duration, data, judge(seen), sent_at=sent_at)
 

@@ -1,9 +1,8 @@
 """Shrinking a failing case with Hypothesis's shrinker, against the broker itself.
 
 A campaign draws its cases in batches, which do not shrink; each case keeps the blob it was
-read from. The blob is stored in an in-memory example database under the test's key, so that
-Hypothesis replays it first and then shrinks it, as it does a failure it remembers, while the
-same signature keeps failing.
+read from. The blob is handed to Hypothesis as an example it remembers (:mod:`.seeding`), so
+that it replays it first and then shrinks it, while the same signature keeps failing.
 """
 
 from __future__ import annotations
@@ -13,12 +12,12 @@ import time
 
 from hypothesis import HealthCheck, Phase, Verbosity, given, settings
 from hypothesis import strategies as st
-from hypothesis.database import InMemoryExampleDatabase, choices_to_bytes
 from hypothesis.errors import Flaky
 
 from amqpfuzz.strategies import Case
 
 from .runner import Result, Runner
+from .seeding import Seeded
 
 __all__ = ["shrink"]
 
@@ -32,10 +31,9 @@ def shrink(
         return None
     smallest: list[Result] = []
     deadline = time.monotonic() + budget
-    database = InMemoryExampleDatabase()
 
     @settings(
-        database=database,
+        database=Seeded(case.blob),
         phases=[Phase.reuse, Phase.shrink],
         max_examples=1000,
         deadline=None,
@@ -53,9 +51,6 @@ def shrink(
             smallest.append(result)
             raise AssertionError(signature)
 
-    key = b"amqpfuzz-shrink:" + signature.encode()
-    still_fails._hypothesis_internal_database_key = key  # type: ignore[attr-defined]
-    database.save(key, choices_to_bytes((case.blob,)))
     # the shrunk failure, raised once more; or a broker that fails now and then (Hypothesis
     # finds the failure flaky): either way the smallest case that failed so far stands
     with contextlib.suppress(AssertionError, Flaky):

@@ -37,14 +37,14 @@ def side_by_side(names: list[str]) -> str:
 
 def _observed(outcome: Outcome) -> str:
     code = outcome.code
-    return outcome.kind + (f"/{code}" if code is not None else "")
+    return outcome.kind.value + (f"/{code}" if code is not None else "")
 
 
 def fuzz(oracle: str, case: Case, outcome: Outcome) -> str:
     """``oracle:spec_ref:operator:expected->observed``. The spec reference of a valid case is
     its method, of a rule-breaking case its rule; a frame-level operator breaks whatever method
     it drew, so the operator alone says what was broken (``-``)."""
-    expected = case.expected.outcome
+    expected = case.expected.outcome.value
     if case.expected.code is not None:
         expected += f"/{case.expected.code}"
     where = case.spec_ref if case.rule_ref else "-"

@@ -14,7 +14,8 @@ from amqpfuzz.spec import DEFAULT_PROTOCOL, family_of
 from ..brokers import Target
 from ..brokers.control import AnyBroker
 from ..brokers.profiles import Deviation, Profile, find_profile
-from ..protocols import Announced, Driver, driver_for
+from ..protocols import Announced, Driver
+from ..protocols.families import driver_for
 from .events import TargetView
 
 __all__ = ["TargetState"]

@@ -16,6 +16,8 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
+from amqpfuzz.spec import OutcomeKind
+
 from ..protocols import Outcome
 from . import signatures
 from .oracles import Failure
@@ -82,7 +84,7 @@ def crash_signature(results: Sequence[Result], cases: Sequence[int]) -> str:
     own liveness signature, else the operators (or methods) side by side."""
     if len(cases) == 1:
         case = results[cases[0]].case
-        return signatures.fuzz("liveness", case, Outcome("broker-down"))
+        return signatures.fuzz("liveness", case, Outcome(OutcomeKind.BROKER_DOWN))
     names = sorted({results[i].case.operator or results[i].case.spec_ref for i in cases})
     return signatures.side_by_side(names)
 

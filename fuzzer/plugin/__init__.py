@@ -76,7 +76,7 @@ def _check(options: Options) -> None:
 
     from ..brokers import parse_target, refuses
     from ..brokers.profiles import find_profile
-    from ..protocols import driver_for
+    from ..protocols.families import driver_for
 
     try:
         driver_for(options.protocol)

@@ -26,7 +26,8 @@ from amqpfuzz.strategies import Case, case_methods, malformed_cases, operators, 
 
 from ..engine.conformance import ScenarioTarget
 from ..engine.events import CaseJudged, DivergenceFound, Judged, ScenarioJudged
-from ..protocols import describe
+from ..engine.seeding import Namespaced
+from ..records import describe, reaction_of
 from .markers import CAPABILITIES, CLASSES, class_of
 from .options import options_of
 from .session import AmqpSession
@@ -62,8 +63,8 @@ class ScenarioReport(ItemFailure):
         if played is not None:
             if played.line:
                 lines.append(f"step:     line {played.line} ({played.step}) of {scenario.path}")
-            lines.append(f"expected: {describe(played.expected)}")
-            lines.append(f"observed: {describe(played.observed)}")
+            lines.append(f"expected: {describe(reaction_of(played.expected))}")
+            lines.append(f"observed: {describe(reaction_of(played.observed))}")
         lines.append(f"message:  {verdict.message}")
         if verdict.reason:
             lines.append(f"profile:  {verdict.reason}")
@@ -168,8 +169,8 @@ class ScenarioItem(AmqpItem):
             spec_ref=self.scenario.spec_ref,
             target=self.target.target.safe_url,
             verdict=verdict.verdict,
-            expected=describe(played.expected) if played else None,
-            observed=describe(played.observed) if played else None,
+            expected=describe(reaction_of(played.expected)) if played else None,
+            observed=describe(reaction_of(played.observed)) if played else None,
             message=verdict.message,
         )
         if verdict.verdict == "skip":  # in the plugin's words: the CLI's --broker is ours
@@ -209,7 +210,11 @@ class FuzzItem(AmqpItem):
         covered: list[str] = []
         cases = [0]
 
-        @settings(deadline=None, suppress_health_check=list(HealthCheck))
+        # the item's examples kept apart from every other item's (they share this function)
+        database = settings().database  # the profile's (a user's ini or conftest may set it)
+        namespaced = Namespaced(database, self.nodeid.encode()) if database else None
+
+        @settings(deadline=None, suppress_health_check=list(HealthCheck), database=namespaced)
         @hypothesis_seed(self.state.options.seed_for(self.nodeid))
         @given(self.strategy(campaign.frame_max))
         def case_holds(case: Case) -> None:
@@ -219,7 +224,6 @@ class FuzzItem(AmqpItem):
             gate.end_batch()
             self._judge(judged, covered)
 
-        case_holds._hypothesis_internal_database_key = self.nodeid.encode()  # type: ignore[attr-defined]
         self.properties(
             spec_ref=self.subject if self.kind == "method" else f"mutation {self.subject}",
             target=", ".join(run.target.safe_url for run in campaign.targets),

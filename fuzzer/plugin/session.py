@@ -22,9 +22,11 @@ from ..brokers import Broker, Target, parse_target, throwaway
 from ..engine.campaign import Campaign, CampaignSettings, TargetRun
 from ..engine.conformance import ConformanceRun, ScenarioTarget
 from ..engine.events import Emitter, FailureFound, Judged
-from ..protocols import Outcome, driver_for
+from ..protocols import Outcome
 from ..protocols.amqp091 import Connection
-from ..records import RecordHandler, RecordWriter, write_totals
+from ..protocols.families import driver_for
+from ..recording import RecordHandler, write_totals
+from ..records import RecordWriter
 from .options import Options
 
 __all__ = ["AmqpSession", "Gate", "RawChannel", "preflight"]

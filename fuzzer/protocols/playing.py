@@ -1,28 +1,31 @@
-"""What every protocol's scenario player shares: the failure of a step's expectation, and (for
-the players of 1.0 and 0-10 files) the loop that plays a file's steps, each by the method named
-after its kind, into a :class:`~.base.Played`."""
+"""What every family's scenario player shares: the failure of a step's expectation, and the loop
+that plays a file's steps, each by its handler (:func:`~amqpfuzz.scenarios.handles`), into a
+:class:`~.family.Played`."""
 
 from __future__ import annotations
 
+import re
 import time
-from abc import ABC, abstractmethod
+from abc import abstractmethod
+from collections.abc import Mapping
 from typing import Any
 
-from amqpfuzz.scenarios import Scenario, Step
-from amqpfuzz.spec import AmqpfuzzError
+from amqpfuzz.scenarios import Dispatching, Scenario, Step
+from amqpfuzz.spec import AmqpfuzzError, OutcomeKind
 
 from ..brokers import Broker, Target
-from .base import Played, reaction_record
+from .family import Played
+from .outcome import Outcome
 
-__all__ = ["StepFailed", "StepPlayer"]
+__all__ = ["Playing", "StepFailed", "StepPlayer"]
+
+_VARIABLE = re.compile(r"\$\{([^}]*)\}")
 
 
 class StepFailed(Exception):
     """An expectation of a step that did not hold: the step, what was expected, what came."""
 
-    def __init__(
-        self, step: Step, message: str, expected: dict[str, Any], seen: dict[str, Any]
-    ) -> None:
+    def __init__(self, step: Step, message: str, expected: Outcome, seen: Outcome) -> None:
         super().__init__(message)
         self.step = step
         self.message = message
@@ -30,8 +33,9 @@ class StepFailed(Exception):
         self.observed = seen
 
 
-class StepPlayer(ABC):
-    """Plays one scenario file on one target: ``_<kind>(step, args)`` for each step, then
+class StepPlayer(Dispatching, part=True):
+    """Plays one scenario file on one target: each step by the handler of its kind
+    (``handler(step, args)``, the step's arguments with their variables filled in), then
     :meth:`close` (connections, and what the file created). ``expected`` and ``observed`` are
     the last expectation checked; ``notes`` what the file records."""
 
@@ -48,17 +52,16 @@ class StepPlayer(ABC):
         self.timeout, self.broker = timeout, broker
         self.saved: dict[str, Any] = {}
         self.notes: dict[str, Any] = {}
-        self.expected = reaction_record("reply")
-        self.observed = reaction_record("reply")
+        self.variables: dict[str, Any] = {"prefix": prefix}
+        self.expected = Outcome(OutcomeKind.REPLY)
+        self.observed = Outcome(OutcomeKind.REPLY)
 
     def play(self) -> Played:
         started = time.monotonic()
         try:
-            for step in self.scenario.steps:
-                getattr(self, f"_{step.kind}")(step, step.args)
-            played = Played("pass", self.scenario.outcome, expected=self.expected)
-            played.observed = self.observed
-            played.notes = self.notes
+            self.run(self.scenario.steps)
+            played = Played("pass", self.scenario.outcome)
+            played.expected, played.observed = self.expected, self.observed
         except StepFailed as failed:
             played = Played(
                 "fail", failed.message, failed.step.line, failed.step.kind,
@@ -66,11 +69,59 @@ class StepPlayer(ABC):
             )  # fmt: skip
         except AmqpfuzzError as exc:
             played = Played("error", str(exc))
+        except Exception as exc:  # a defect of ours: this scenario errs, the run goes on
+            played = Played("error", f"internal error: {type(exc).__name__}: {exc}")
         finally:
             self.close()
+        played.notes = self.notes  # (what closing the file noted too)
         played.duration = time.monotonic() - started
         return played
+
+    def run(self, steps: tuple[Step, ...]) -> None:
+        for step in steps:
+            self.handler(step.kind)(step, self.resolve(step.args))
+
+    def resolve(self, value: Any) -> Any:
+        """``value`` with ``${name}`` variables substituted (a whole variable keeps its type),
+        read-only mappings and tuples made plain dicts and lists."""
+        if isinstance(value, str):
+            whole = _VARIABLE.fullmatch(value)
+            if whole and whole.group(1) in self.variables:
+                return self.variables[whole.group(1)]
+            return _VARIABLE.sub(lambda m: str(self.variables.get(m.group(1), m.group(0))), value)
+        if isinstance(value, Mapping):
+            return {str(k): self.resolve(v) for k, v in value.items()}
+        if isinstance(value, tuple | list):
+            return [self.resolve(v) for v in value]
+        return value
+
+    def checked(self, expected: Outcome, seen: Outcome) -> None:
+        """The expectation just checked, and what came."""
+        self.expected, self.observed = expected, seen
+
+    def failed(self, step: Step, message: str, expected: Outcome, seen: Outcome) -> StepFailed:
+        """The failure of ``step``'s expectation (the last checked)."""
+        self.checked(expected, seen)
+        return StepFailed(step, message, expected, seen)
 
     @abstractmethod
     def close(self) -> None:
         """End the file's connections and delete what it created."""
+
+
+class Playing:
+    """A family's :class:`~.family.ScenarioPlayer`: each file played by a fresh ``player``."""
+
+    def __init__(self, player: type[StepPlayer]) -> None:
+        self.player = player
+
+    def play(
+        self,
+        scenario: Scenario,
+        target: Target,
+        *,
+        prefix: str,
+        timeout: float,
+        broker: Broker | None,
+    ) -> Played:
+        return self.player(scenario, target, prefix=prefix, timeout=timeout, broker=broker).play()

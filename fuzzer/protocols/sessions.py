@@ -1,4 +1,5 @@
-"""What the drivers of the session-per-case protocols (1.0, 0-10) share.
+"""What the session-per-case protocols (1.0, 0-10) share: their connections' handshake and
+polite close (:class:`SessionConnection`), and their drivers (:class:`SessionDriver`).
 
 A case runs in a session of its own: on a shared connection its session is opened ahead and
 awaited, the case goes, and behind it the session's end, whose answer proves the session
@@ -7,57 +8,139 @@ proof). A case that may end its connection, or wants a channel with no session (
 the connection's own frames (``none``), a connection right after the protocol headers
 (``start``) or one with nothing sent yet (``header``), has a connection of its own.
 
-Each protocol says how its sessions open and end on a connection (:meth:`open_channel`,
-:meth:`close_channel`, :meth:`session_live`), which of a case's items end its session
-(:meth:`own_ends`), how its frames are sized (:data:`frame_header`, :meth:`frame_size`), and
-the step type its strategies render (:data:`wire`).
+Each protocol says how its sessions open and end on a connection (:meth:`~SessionDriver.
+open_channel`, :meth:`~SessionDriver.close_channel`, :meth:`SessionConnection.open_session`),
+which of a case's items end its session (:meth:`~SessionDriver.own_ends`), how its frames are
+sized (:attr:`~SessionDriver.frame_header`, :meth:`~SessionDriver.frame_size`), and the step
+type its strategies render (:attr:`~SessionDriver.wire`).
 """
 
 from __future__ import annotations
 
-from abc import abstractmethod
-from typing import Any, ClassVar
+import abc
+import socket
+import time
+from typing import Any, ClassVar, Protocol
 
-from amqpfuzz.strategies import Case
+from amqpfuzz.spec import OutcomeKind
+from amqpfuzz.strategies import Case, Placement
 
 from ..brokers import Target
-from .base import ConnectionFailed, Driver
+from .driver import Driver
+from .outcome import ConnectionFailed, Outcome
+from .stream import Stream
 
-__all__ = ["STAGES", "SessionDriver", "text"]
+__all__ = ["MECHANISMS", "STAGES", "SessionConnection", "SessionDriver", "Wire"]
 
+MECHANISMS = ("PLAIN", "ANONYMOUS")  # the SASL mechanisms amqpfuzz can log in with
+CHANNEL_MAX = 0xFFFF
 # placements that need a connection prepared only so far (the rest: open, with its control)
-STAGES = ("start", "header")
+STAGES = (Placement.START, Placement.HEADER)
 
 
-def text(value: object) -> str:
-    """A property's value as text (bytes as UTF-8; None as nothing)."""
-    if isinstance(value, bytes):
-        return value.decode("utf-8", "replace")
-    return "" if value is None else str(value)
+class SessionConnection(Stream):
+    """A raw client connection of a session-per-case protocol: its socket, the SASL login's
+    words, the handshake's reads, sessions opened by channel, and the polite close."""
+
+    frame_size: ClassVar[int]  # the max-frame-size we ask for
+
+    def __init__(self, sock: socket.socket, codec: Any) -> None:
+        super().__init__(sock)
+        self.codec = codec
+        self.reader = codec.reader(self.frame_size)
+        self.frame_max = self.frame_size
+        self.channel_max = CHANNEL_MAX
+        self.mechanisms: tuple[str, ...] = ()  # what the peer offered (none: no SASL layer)
+        self.mechanism = ""  # what we logged in with
+        self._closing = False
+
+    @classmethod
+    @abc.abstractmethod
+    def open(cls, target: Target, *, timeout: float = 10.0) -> SessionConnection:
+        """Connect, log in and open (ConnectionFailed if not)."""
+
+    @classmethod
+    @abc.abstractmethod
+    def prepared(cls, target: Target, stage: str, *, timeout: float = 10.0) -> SessionConnection:
+        """A connection prepared only so far: ``header`` (connected, nothing sent) or
+        ``start`` (the protocol headers exchanged, the connection not yet opened)."""
+
+    @abc.abstractmethod
+    def open_session(self, channel: int, timeout: float = 5.0) -> Outcome | None:
+        """Open a session on ``channel``; None once the peer answered it, else the outcome."""
+
+    @abc.abstractmethod
+    def closing_frame(self) -> bytes:
+        """The bytes of a polite close of the connection."""
+
+    @staticmethod
+    def plain(target: Target) -> bytes:
+        """SASL PLAIN's response for the target's credentials."""
+        return b"\x00" + target.user.encode() + b"\x00" + target.password.encode()
+
+    def _next(self, target: Target, timeout: float) -> Any:
+        """The next protocol header, frame or control of the handshake (on channel 0)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            box = self.inbox.get(0)
+            if box:
+                return box.popleft()
+            if self.ended is not None:
+                raise self._failed(target)
+            if time.monotonic() >= deadline:
+                raise ConnectionFailed(f"{target.safe_url}: no answer within {timeout:.0f} s")
+            self.pump(max(0.0, deadline - time.monotonic()))
+
+    def _failed(self, target: Target) -> ConnectionFailed:
+        """The error of a handshake the peer ended."""
+        return ConnectionFailed(f"{target.safe_url}: handshake failed: {self.ended}")
+
+    def _closed(self) -> bool:
+        """Whether the peer's answer to our close has come (beyond the socket's end)."""
+        return False
+
+    def close(self, timeout: float = 2.0) -> None:
+        """Close politely (the close, the peer's answer awaited), then the socket."""
+        if self.ended is None:
+            self._closing = True
+            self.send(self.closing_frame())
+            deadline = time.monotonic() + timeout
+            while self.ended is None and time.monotonic() < deadline and not self._closed():
+                self.pump(max(0.0, deadline - time.monotonic()))
+        self.abort()
+
+
+class Wire(Protocol):
+    """A session-per-case family's step: bytes with a channel (the case's, symbolically)."""
+
+    def __call__(self, data: bytes, label: str, channel: int) -> Any: ...
 
 
 class SessionDriver(Driver):
     """A driver whose cases each run in a session of their own."""
 
+    connection: ClassVar[type[SessionConnection]]
     # the octets of a frame's header (the least a frame can be); the step type that recorded
-    # frames become again, Wire(data, label, channel), and the channel that stands for the
-    # case's own session in it
+    # frames become again, and the channel that stands for the case's own session in it
     frame_header: ClassVar[int]
-    wire: ClassVar[type[Any]]
+    wire: ClassVar[Wire]
     case_channel: ClassVar[int]
 
     @staticmethod
-    @abstractmethod
+    @abc.abstractmethod
     def frame_size(data: bytes, at: int) -> int:
         """The size a frame's header at ``at`` gives (the whole header is there)."""
 
-    @abstractmethod
+    @abc.abstractmethod
     def session_live(self, connection: Any, channel: int) -> bool:
         """Whether the session on ``channel`` was answered (and not ended since)."""
 
-    @abstractmethod
+    @abc.abstractmethod
     def own_ends(self, case: Case) -> int:
         """How many times the case ends its own session."""
+
+    def connect(self, target: Target, *, timeout: float = 10.0) -> SessionConnection:
+        return self.connection.open(target, timeout=timeout)
 
     def speaks(self, target: Target, protocol: str, timeout: float) -> str | None:
         try:
@@ -66,21 +149,61 @@ class SessionDriver(Driver):
             return f"the target does not speak AMQP {protocol}: {exc}"
         return None
 
+    def serves(self, target: Target, timeout: float, probe: str) -> str | None:
+        """The peer accepts a connection and opens a session on it."""
+        started = time.monotonic()
+        try:
+            connection = self.connect(target, timeout=timeout)
+        except ConnectionFailed as exc:
+            return str(exc)
+        try:
+            left = max(0.5, timeout - (time.monotonic() - started))
+            problem = connection.open_session(1, left)
+        finally:
+            connection.close(timeout=1.0)
+        return None if problem is None else f"a session after it got {problem}"
+
+    def spare(self, target: Target, timeout: float, stage: str | None = None) -> SessionConnection:
+        """A connection of its own: open, with its control session opened and answered (a
+        case and the probe behind it then go in one write); or, for a ``stage``, prepared only
+        so far."""
+        if stage is not None:
+            return self.connection.prepared(target, stage, timeout=timeout)
+        fast = self._pipelined(target, timeout)
+        if fast is not None:
+            return fast
+        connection = self.connect(target, timeout=timeout)
+        problem = connection.open_session(self.rules.control, timeout)
+        if problem is not None:
+            connection.abort()
+            raise ConnectionFailed(f"{target.safe_url}: a session was refused: {problem}")
+        self._learnt(target, connection)
+        return connection
+
+    def _pipelined(self, target: Target, timeout: float) -> SessionConnection | None:
+        """A spare whose whole handshake goes in one write, where the driver knows how
+        (None: step by step)."""
+        return None
+
+    def _learnt(self, target: Target, connection: SessionConnection) -> None:
+        """What a spare opened step by step taught for the next ones."""
+
     def stage(self, case: Case) -> str | None:
         """``start`` or ``header`` for a case that needs a connection prepared only so far."""
-        return case.channel if case.channel in STAGES else None
+        return case.placement if case.placement in STAGES else None
 
     def needs_own_connection(self, case: Case) -> bool:
         return (
-            case.channel != "open"
+            case.placement != Placement.OPEN
             or case.kills_connection
-            or case.expected.outcome in ("socket-close",)
+            or case.expected.outcome == OutcomeKind.SOCKET_CLOSE
         )
 
     def own_channel(self, case: Case) -> int:
         """The control session for a case that wants one; the next channel (no session) for
         the others."""
-        return self.control if case.channel == "open" else self.control + 1
+        control = self.rules.control
+        return control if case.placement == Placement.OPEN else control + 1
 
     def probe(self, connection: Any, channel: int) -> bytes:
         """The session's end, once its opening was answered; before that, nothing: the answer

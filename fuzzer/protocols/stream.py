@@ -17,10 +17,10 @@ import time
 from collections import deque
 from typing import Any, Protocol
 
-from amqpfuzz.spec import RemoteProtocolError
+from amqpfuzz.spec import OutcomeKind, RemoteProtocolError
 
 from ..brokers import Target
-from .base import Outcome, Unreachable
+from .outcome import Outcome, Unreachable
 
 __all__ = ["Stream", "open_socket"]
 
@@ -73,7 +73,7 @@ class Stream(abc.ABC):
             self.sock.sendall(data)
         except OSError:
             self._salvage()
-            self._end(Outcome("socket-close", text="closed while sending"))
+            self._end(Outcome(OutcomeKind.SOCKET_CLOSE, text="closed while sending"))
             return False
         return True
 
@@ -101,15 +101,15 @@ class Stream(abc.ABC):
                 return False
             data = self.sock.recv(262144)
         except OSError as exc:
-            self._end(Outcome("socket-close", text=str(exc)))
+            self._end(Outcome(OutcomeKind.SOCKET_CLOSE, text=str(exc)))
             return True
         if not data:
-            self._end(Outcome("socket-close", text="the broker closed the socket"))
+            self._end(Outcome(OutcomeKind.SOCKET_CLOSE, text="the broker closed the socket"))
             return True
         try:
             frames = self.reader.feed(data)
         except RemoteProtocolError as exc:
-            self._end(Outcome("bad-frame", text=str(exc)))
+            self._end(Outcome(OutcomeKind.BAD_FRAME, text=str(exc)))
             return True
         for frame in frames:
             self._file(frame)
@@ -143,7 +143,9 @@ class Stream(abc.ABC):
                 return seen, self.ended
             left = deadline - time.monotonic()
             if left <= 0 and not self.pump(0):  # what already arrived still counts
-                return seen, Outcome("timeout", text=f"no {' or '.join(names)} in {timeout:g} s")
+                return seen, Outcome(
+                    OutcomeKind.TIMEOUT, text=f"no {' or '.join(names)} in {timeout:g} s"
+                )
             if left > 0:
                 self.pump(left)
 
@@ -165,4 +167,4 @@ class Stream(abc.ABC):
             self.sock.close()
 
     def abort(self) -> None:
-        self._end(Outcome("socket-close", text="closed by us"))
+        self._end(Outcome(OutcomeKind.SOCKET_CLOSE, text="closed by us"))

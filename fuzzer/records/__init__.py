@@ -1,6 +1,7 @@
 """Records and reproducers: the contract between the fuzzer and the nightly reports
-(:mod:`.contract`), writing them as events come (:mod:`.writer`), and the reproducer files of
-failures (:mod:`.reproducers`)."""
+(:mod:`.contract`), the file a worker writes them to (:mod:`.writer`), and the reproducer files
+of failures (:mod:`.reproducers`). Nothing here imports the engine: the reports read the
+contract, and :mod:`amqpfuzz.fuzzer.recording` makes records of the engine's events."""
 
 from .contract import (
     FIELDS,
@@ -11,14 +12,14 @@ from .contract import (
     TOOL_VERSION,
     VERDICTS,
     RecordError,
-    exercisable,
+    describe,
+    reaction_of,
     read_records,
     record,
     worker_name,
-    write_totals,
 )
 from .reproducers import ReproducerError, load_reproducer, write_reproducer
-from .writer import RecordHandler, RecordWriter
+from .writer import RecordWriter
 
 __all__ = [
     "FIELDS",
@@ -29,14 +30,13 @@ __all__ = [
     "TOOL_VERSION",
     "VERDICTS",
     "RecordError",
-    "RecordHandler",
     "RecordWriter",
     "ReproducerError",
-    "exercisable",
+    "describe",
     "load_reproducer",
+    "reaction_of",
     "read_records",
     "record",
     "worker_name",
     "write_reproducer",
-    "write_totals",
 ]

@@ -15,7 +15,6 @@ records as schema 2 ones without those two fields (the scope follows from the ou
 from __future__ import annotations
 
 import datetime as dt
-import functools
 import json
 import os
 import socket
@@ -25,7 +24,9 @@ from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
-from amqpfuzz.spec import DEFAULT_PROTOCOL, AmqpfuzzError
+from amqpfuzz.spec import AmqpfuzzError, OutcomeKind
+
+from ..protocols.outcome import Outcome, in_words
 
 __all__ = [
     "FIELDS",
@@ -36,25 +37,17 @@ __all__ = [
     "TOOL_VERSION",
     "VERDICTS",
     "RecordError",
-    "exercisable",
+    "describe",
+    "reaction_of",
     "read_records",
     "record",
     "worker_name",
-    "write_totals",
 ]
 
 SCHEMA_VERSION = 2
 SCHEMA_VERSIONS = (1, 2)  # what readers accept
 RECORD_KINDS = ("fuzz", "stateful", "scenario", "differential")
-SCOPES = ("connection", "channel", "session", "link")
-OUTCOMES = (
-    "reply",
-    *(f"{scope}-close" for scope in SCOPES),
-    "socket-close",
-    "timeout",
-    "broker-down",
-    "bad-frame",
-)
+OUTCOMES = tuple(kind.value for kind in OutcomeKind)
 VERDICTS = ("pass", "fail", "error", "skip", "xfail", "xpass")
 TOOL_VERSION = version("amqpfuzz")
 
@@ -164,39 +157,30 @@ def read_records(path: Path | str, *, strict: bool = True) -> Iterator[dict[str,
         yield item
 
 
-def write_totals(directory: Path | str, run_id: str, protocol: str = DEFAULT_PROTOCOL) -> Path:
-    """``run-<run_id>.json`` beside the records: what there was to exercise in the run (the
-    methods a client may send and the rules they carry, the scenario files, the mutation
-    operators), counted (``totals``) and named (``exercisable``), for the coverage report."""
-    named = exercisable(protocol)
-    totals = {dimension: len(names) for dimension, names in named.items()}
-    path = Path(directory) / f"run-{run_id}.json"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    # a part file of this writer's own: several (pytest-xdist's workers of one run) may write
-    # the same totals at once, and each move is atomic
-    part = path.with_name(f"{path.name}.{uuid.uuid4().hex[:12]}.part")
-    data = {"run_id": run_id, "protocol": protocol, "totals": totals, "exercisable": named}
-    part.write_text(json.dumps(data) + "\n")
-    os.replace(part, path)
-    return path
-
-
-@functools.cache
-def exercisable(protocol: str) -> dict[str, tuple[str, ...]]:
-    """What there is to exercise in ``protocol``, by coverage dimension, named as records name
-    it: ``methods`` a client may send (1.0: performatives) and ``rules`` their traffic can
-    exercise (1.0: MUST sentences), both from the specification; ``scenario_files``
-    (``protocol/name``); ``mutation_operators``."""
-    from amqpfuzz.scenarios import PROTOCOLS, load_all
-    from amqpfuzz.spec import reach
-    from amqpfuzz.strategies import operators
-
-    found = reach(protocol)
-    # a protocol without files of its own (0-8, RabbitMQ's 0-9-1) is played 0-9-1's
-    scenarios = load_all(protocol if protocol in PROTOCOLS else DEFAULT_PROTOCOL)
-    return {
-        "methods": found.methods,
-        "rules": found.rules,
-        "scenario_files": tuple(f"{s.protocol}/{s.name}" for s in scenarios),
-        "mutation_operators": tuple(str(o.name) for o in operators(protocol)),
+def reaction_of(outcome: Outcome) -> dict[str, Any]:
+    """An expected or observed reaction in the record contract's shape (schema 2): the outcome,
+    the scope it closed, the protocol's code (a reply code, or an error condition), the method
+    at fault where the protocol says (0-9-1's class and method ids), and the reply's name
+    where there is one. The one place the contract's words are made."""
+    scope = outcome.kind.scope
+    found: dict[str, Any] = {
+        "outcome": outcome.kind.value,
+        "scope": scope.value if scope is not None else None,
+        "reply_code": outcome.reply_code,
+        "condition": outcome.condition,
+        "class_id": outcome.method[0] if outcome.method else None,
+        "method_id": outcome.method[1] if outcome.method else None,
     }
+    if outcome.reply is not None:
+        found["reply"] = outcome.reply
+    return found
+
+
+def describe(reaction: Mapping[str, Any]) -> str:
+    """``channel-close 404``, ``reply queue.declare-ok``, ``link-close amqp:invalid-field``: a
+    reaction (as :func:`reaction_of` makes it) in a few words."""
+    code = reaction.get("reply_code")
+    if code is None:
+        code = reaction.get("condition")
+    reply = reaction.get("reply")
+    return in_words(str(reaction["outcome"]), str(reply) if reply else None, code)

@@ -1,24 +1,23 @@
-"""Writing records: one file per worker process, and the handler that makes records of events.
+"""Writing records: one file per worker process.
 
 A :class:`RecordWriter` appends and flushes every record, so a killed run loses at most the
 line it was writing; while a file is being written its name ends in ``.part``, and
 :meth:`RecordWriter.close` renames it atomically to ``records-<run>-<worker>.jsonl``. The
-engine never writes a record itself: a :class:`RecordHandler` turns each judged event into one.
+engine never writes a record itself: :class:`amqpfuzz.fuzzer.recording.RecordHandler` turns
+each judged event into one.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import threading
 from collections.abc import Mapping
 from pathlib import Path
 from typing import IO, Any
 
-from ..engine.events import Judged
-from .contract import RecordError, record, worker_name
+from .contract import RecordError, worker_name
 
-__all__ = ["RecordHandler", "RecordWriter"]
+__all__ = ["RecordWriter"]
 
 
 class RecordWriter:
@@ -59,40 +58,3 @@ class RecordWriter:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-class RecordHandler:
-    """An event handler: every :class:`~amqpfuzz.fuzzer.engine.events.Judged` event becomes
-    one record in ``writer``'s file, numbered in the order it came."""
-
-    def __init__(self, writer: RecordWriter) -> None:
-        self.writer = writer
-        self._lock = threading.Lock()
-
-    def __call__(self, event: Any) -> None:
-        if isinstance(event, Judged):
-            with self._lock:
-                self.writer.write(self.record_of(event))
-
-    def record_of(self, event: Judged) -> dict[str, Any]:
-        return record(
-            run_id=self.writer.run_id,
-            worker=self.writer.worker,
-            seq=self.writer.next_seq(),
-            seed=event.seed,
-            target=event.target.as_record(),
-            kind=event.kind,
-            spec_ref=event.spec_ref,
-            mutation=event.mutation,
-            expected=event.expected,
-            observed=event.observed,
-            verdict=event.verdict,
-            duration_s=event.duration_s,
-            failure=event.failure,
-            reproducer=event.reproducer,
-            record_id=event.record_id,
-            **event.record_fields(),
-        )
-
-    def close(self) -> Path:
-        return self.writer.close()

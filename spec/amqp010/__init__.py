@@ -1,75 +1,9 @@
-"""AMQP 0-10: the model of its XML (types, domains, structs, controls, commands, segments)."""
+"""AMQP 0-10: the model of its XML (types, domains, structs, controls, commands, segments), its
+codec (:mod:`.codec`) and :data:`FAMILY`, what the registry lists."""
 
 from __future__ import annotations
 
-import functools
-import re
-from collections.abc import Sequence
-from pathlib import Path
+from .family import FAMILY, Amqp010Spec
+from .model import Spec010, load, load_0_10
 
-from lxml import etree
-
-from ..registry import Reach
-from .model import Spec010, load_0_10
-
-__all__ = [
-    "Spec010",
-    "claims",
-    "column",
-    "load_0_10",
-    "reach",
-    "read",
-    "read_file",
-    "rule_text",
-]
-
-
-@functools.cache  # one model per protocol and process
-def read(protocol: str, paths: Sequence[Path]) -> Spec010:
-    return load_0_10(paths[0])
-
-
-def claims(root: etree._Element) -> bool:
-    """``<amqp major="0" minor="10">``."""
-    return (root.get("major"), root.get("minor")) == ("0", "10")
-
-
-def read_file(path: str) -> Spec010:
-    return load_0_10(path)
-
-
-def reach(protocol: str) -> Reach:
-    """The classes; the controls and commands a client may send (all that a server, or either
-    end of a session, implements); the rules of the classes, their domains and structs, and of
-    those controls and commands and their fields, as ``class[.member][/field]/rule``."""
-    from ..registry import load
-
-    spec = load(protocol)
-    assert isinstance(spec, Spec010)
-    members = (*spec.controls, *spec.commands)
-    # a client implements (receives) what a server sends; a session's sender and receiver
-    # are both ends, the client among them
-    received = {m.qualified for m in members if {i.role for i in m.implements} == {"client"}}
-    sent = {m.qualified for m in members if m.implements} - received
-    rules = []
-    for rule in spec.rules:
-        parts = rule.where.split(".")
-        if ".".join(parts[:2]) in received:
-            continue  # binds the client
-        owner = ".".join(parts[:2]) + "".join(f"/{p}" for p in parts[2:])
-        rules.append(f"{owner}/{rule.name}")
-    methods = tuple(m.qualified for m in members if m.qualified in sent)
-    return Reach(tuple(c.name for c in spec.classes), methods, tuple(rules))
-
-
-def column(protocol: str, spec_ref: str, reach: Reach) -> str:
-    """A class's name; ``frames`` for what names none (a frame that breaks the framing)."""
-    name = re.split(r"[./]", spec_ref, maxsplit=1)[0]
-    if "?" in spec_ref or re.fullmatch(r"class \d+", name):
-        return "unknown ids"
-    return name if name in reach.classes else "frames"
-
-
-def rule_text(protocol: str, spec_ref: str) -> str | None:
-    """None: the model keeps a 0-10 rule's name and place, not its text."""
-    return None
+__all__ = ["FAMILY", "Amqp010Spec", "Spec010", "load", "load_0_10"]

@@ -19,6 +19,7 @@ read-only mapping proxies, so a loaded :class:`Spec010` can be shared freely.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,6 +28,7 @@ from typing import Literal, TypeVar
 
 from lxml import etree
 
+from ..protocols import paths_of
 from ..xmlfile import attr, children, fail, line_of, parse
 
 __all__ = [
@@ -46,10 +48,11 @@ __all__ = [
     "Struct",
     "Type",
     "TypeRef",
+    "load",
     "load_0_10",
 ]
 
-DEFAULT_PATH = Path(__file__).parent.parent / "data" / "amqp0-10.xml"
+DEFAULT_PATH = paths_of("0-10", "amqp010")[0]
 
 _K = TypeVar("_K")
 _V = TypeVar("_V")
@@ -646,3 +649,10 @@ def load_0_10(path: str | Path | None = None) -> Spec010:
         global_domains=tuple(d for d in scope.domains.values() if d.class_name is None),
         classes=tuple(_read_class(scope, c) for c in children(root, "class")),
     )
+
+
+@functools.cache  # one model per protocol and process
+def load(protocol: str = "0-10") -> Spec010:
+    """The model of a protocol of this family from its bundled file (ValueError for another
+    family's)."""
+    return load_0_10(paths_of(protocol, "amqp010")[0])

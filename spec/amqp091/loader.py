@@ -11,13 +11,14 @@ truncated XML, a field whose domain does not exist, two methods (or classes) wit
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 from types import MappingProxyType
 
 from lxml import etree
 
 from ..errors import SpecError
-from ..registry import DEFAULT_PROTOCOL
+from ..protocols import DEFAULT_PROTOCOL, paths_of
 from ..xmlfile import attr, children, fail, line_of, local, parse, text_of
 from .model import (
     PRIMITIVE_TYPES,
@@ -295,14 +296,8 @@ def load_family_file(path: Path | str, protocol: str | None = None) -> Spec:
     return _Loader(name, protocol or _protocol_of(root)).load(root)
 
 
+@functools.cache  # one model per protocol and process
 def load(protocol: str = DEFAULT_PROTOCOL) -> Spec:
-    """The model of a protocol of this family (``0-9-1``, ``0-9-1-rabbit``, ``0-9``, ``0-8``),
-    loaded once per process through the registry."""
-    from ..registry import family_of
-    from ..registry import load as load_any
-
-    if family_of(protocol) != "amqp091":
-        raise ValueError(f"protocol {protocol!r} is not of the 0-8/0-9/0-9-1 family")
-    spec = load_any(protocol)
-    assert isinstance(spec, Spec)
-    return spec
+    """The model of a protocol of this family (``0-9-1``, ``0-9-1-rabbit``, ``0-9``, ``0-8``)
+    from its bundled file, loaded once per process (ValueError for another family's)."""
+    return load_family_file(paths_of(protocol, "amqp091")[0], protocol)

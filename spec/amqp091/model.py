@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+from ..outcomes import Scope
+
 __all__ = [
     "PRIMITIVE_TYPES",
     "ZERO_VALUES",
@@ -85,9 +87,9 @@ class Constant:
         return self.error_class == "soft-error"
 
     @property
-    def scope(self) -> str:
+    def scope(self) -> Scope:
         """What an error with this code closes: the ``connection`` or the ``channel``."""
-        return "connection" if self.is_hard_error else "channel"
+        return Scope.CONNECTION if self.is_hard_error else Scope.CHANNEL
 
 
 @dataclass(frozen=True, slots=True)

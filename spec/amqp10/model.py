@@ -23,6 +23,7 @@ read-only mapping proxies.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,6 +32,7 @@ from typing import Literal, TypeVar, cast, get_args, overload
 
 from lxml import etree
 
+from ..protocols import DATA, paths_of
 from ..xmlfile import attr, children, fail, line_of, local, parse
 
 __all__ = [
@@ -50,14 +52,12 @@ __all__ = [
     "Spec100",
     "Type",
     "TypeClass",
+    "load",
     "load_1_0",
 ]
 
-DATA_DIR = Path(__file__).parent.parent / "data"
-DEFAULT_PARTS = tuple(
-    DATA_DIR / f"amqp1-0-{name}.xml"
-    for name in ("types", "transport", "messaging", "security", "transactions")
-)
+DATA_DIR = DATA
+DEFAULT_PARTS = paths_of("1.0", "amqp10")  # types, transport, messaging, security, transactions
 
 Category = Literal["fixed", "variable", "compound", "array"]
 TypeClass = Literal["primitive", "composite", "restricted"]
@@ -517,3 +517,10 @@ def load_1_0(paths: Sequence[str | Path] | None = None) -> Spec100:
         types=types,
         definitions=tuple(_read_definition(w, e) for w, e in definition_els),
     )
+
+
+@functools.cache  # one model per protocol and process
+def load(protocol: str = "1.0") -> Spec100:
+    """The model of a protocol of this family from its bundled parts (ValueError for another
+    family's)."""
+    return load_1_0(paths_of(protocol, "amqp10"))

@@ -10,78 +10,45 @@ Everything is read from one blob of bytes per example (see :class:`~..source.Sou
 blob reads as the plainest value, so Hypothesis shrinks towards the simplest frame.
 
 Besides its own strategies, the family gives the generic layer (:mod:`amqpfuzz.strategies`)
-what every family gives: :func:`operators`, :func:`case_methods` and the case builders.
+what every family gives: :data:`FAMILY`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
 
-from amqpfuzz.spec.amqp010.codec import MAX_FRAME_SIZE, Codec, Command, Control, Struct, codec_for
+from amqpfuzz.spec.amqp010.codec import Command, Control, Struct
 
-from ..building import mixed_builder, pick_operator
-from ..cases import Case
 from ..source import Source
-from .operator import Context, ErrorCode, Operator, error_code
-from .operators import catalogue
-from .valid import case_commands, connection_frames, valid_builder
+from .context import Context, error_code
+from .family import DEFAULT_FRAME, FAMILY, PROTOCOL, Amqp010Strategies, names_of
+from .valid import connection_frames
 from .wire import CASE_CHANNEL, Wire
 
 __all__ = [
-    "BLOB",
     "CASE_CHANNEL",
-    "ErrorCode",
-    "Operator",
+    "FAMILY",
+    "Amqp010Strategies",
     "Wire",
-    "case_builder",
-    "case_methods",
     "commands",
     "connection_frames_of",
     "controls",
     "error_code",
-    "malformed_case_builder",
-    "operators",
     "structs",
     "type_values",
-    "valid_case_builder",
 ]
 
-BLOB = 512
-PROTOCOL = "0-10"
-DEFAULT_FRAME = 65535
 
-
-def _codec(protocol: str) -> Codec:
-    if protocol != PROTOCOL:
-        raise InvalidArgument(f"protocol={protocol!r}: the AMQP 0-10 family has only {PROTOCOL!r}")
-    return codec_for(protocol)
-
-
-def _blobs(size: int = BLOB) -> st.SearchStrategy[Source]:
+def _blobs(size: int = FAMILY.blob) -> st.SearchStrategy[Source]:
     return st.binary(min_size=size, max_size=size).map(Source)
 
 
-def _context(protocol: str, frame_max: int = DEFAULT_FRAME, prefix: str | None = None) -> Context:
-    codec = _codec(protocol)
-    low = codec.min_max_frame_size
-    if not isinstance(frame_max, int) or frame_max < low:
-        raise InvalidArgument(f"frame_max={frame_max!r}: at least {low} (MIN-MAX-FRAME-SIZE)")
-    if prefix is not None and not isinstance(prefix, str):
-        raise InvalidArgument(f"prefix={prefix!r}: a string or None")
-    # a frame's size is 16 bits: a larger maximum (the generic layer's default) allows them all
-    return Context(codec.spec, codec, min(frame_max, MAX_FRAME_SIZE), prefix)
-
-
-def _names(chosen: Sequence[str] | None, known: Sequence[str], what: str) -> tuple[str, ...]:
-    picked = tuple(known) if chosen is None else tuple(chosen)
-    unknown = [n for n in picked if n not in known]
-    if not picked or unknown:
-        raise InvalidArgument(f"{what}={chosen!r}: 0-10 has {list(known)}")
-    return picked
+def _context(protocol: str) -> Context:
+    return FAMILY.context(protocol, frame_max=DEFAULT_FRAME, prefix=None)
 
 
 # -- values, structs, controls, commands, connections ---------------------------------------------
@@ -103,7 +70,7 @@ def structs(
     """Instances of structs by qualified name (by default every one), required fields always
     set, others about half the time."""
     ctx = _context(protocol)
-    chosen = _names(names, [s.qualified for s in ctx.spec.structs], "names")
+    chosen = names_of(names, [s.qualified for s in ctx.spec.structs], "names")
     return _blobs().map(lambda src: ctx.values.struct(src.pick(chosen), src))
 
 
@@ -112,7 +79,7 @@ def controls(
 ) -> st.SearchStrategy[Control]:
     """Instances of controls by qualified name (by default every one)."""
     ctx = _context(protocol)
-    chosen = _names(names, [c.qualified for c in ctx.spec.controls], "names")
+    chosen = names_of(names, [c.qualified for c in ctx.spec.controls], "names")
     return _blobs().map(lambda src: ctx.values.control(src.pick(chosen), src))
 
 
@@ -122,7 +89,7 @@ def commands(
     """Instances of commands by qualified name (by default every one), with header entries
     and a body where the command takes them."""
     ctx = _context(protocol)
-    chosen = _names(names, [c.qualified for c in ctx.spec.commands], "names")
+    chosen = names_of(names, [c.qualified for c in ctx.spec.commands], "names")
     return _blobs().map(
         lambda src: ctx.values.command(src.pick(chosen), src, sync=bool(src.byte() & 1))
     )
@@ -139,69 +106,6 @@ def connection_frames_of(
     allowed = ("PLAIN", "ANONYMOUS")
     if not sasl or any(m not in allowed for m in sasl):
         raise InvalidArgument(f"sasl={sasl!r}: choose from {allowed}")
-    ctx = _context(protocol, frame_max)
+    ctx = FAMILY.context(protocol, frame_max=frame_max, prefix=None)
     choices = tuple(sasl)
     return _blobs().map(lambda src: connection_frames(src, ctx, src.pick(choices)))
-
-
-# -- what every family gives the generic layer ----------------------------------------------------
-
-
-def operators(protocol: str = PROTOCOL) -> tuple[Operator, ...]:
-    """The 0-10 mutation operators, in catalogue order."""
-    return catalogue(_codec(protocol).spec)
-
-
-def case_methods(protocol: str = PROTOCOL) -> tuple[str, ...]:
-    """The commands valid cases are drawn from."""
-    return case_commands(_context(protocol))
-
-
-def case_builder(
-    protocol: str = PROTOCOL,
-    *,
-    operators: Sequence[str] | None = None,
-    valid_share: float = 0.25,
-    frame_max: int = DEFAULT_FRAME,
-    prefix: str | None = None,
-) -> Callable[[bytes], Case]:
-    """Reads what a campaign sends from a blob: a valid case about ``valid_share`` of the
-    time, else a malformed case of ``operators``."""
-    ctx = _context(protocol, frame_max, prefix)
-    return mixed_builder(
-        valid_builder(ctx, case_commands(ctx)),
-        pick_operator(_operators(ctx, operators), ctx),
-        valid_share,
-    )
-
-
-def valid_case_builder(
-    protocol: str = PROTOCOL,
-    methods: Sequence[str] | None = None,
-    *,
-    frame_max: int = DEFAULT_FRAME,
-    prefix: str | None = None,
-) -> Callable[[bytes], Case]:
-    """Reads a valid case of one of ``methods`` (commands; by default every one a case may
-    send) from a blob."""
-    ctx = _context(protocol, frame_max, prefix)
-    build = valid_builder(ctx, _names(methods, case_commands(ctx), "methods"))
-    return lambda blob: build(Source(blob))
-
-
-def malformed_case_builder(
-    protocol: str = PROTOCOL,
-    operators: Sequence[str] | None = None,
-    *,
-    frame_max: int = DEFAULT_FRAME,
-    prefix: str | None = None,
-) -> Callable[[bytes], Case]:
-    """Reads a malformed case from a blob: the operator, then what it breaks and how."""
-    ctx = _context(protocol, frame_max, prefix)
-    build = pick_operator(_operators(ctx, operators), ctx)
-    return lambda blob: build(Source(blob))
-
-
-def _operators(ctx: Context, names: Sequence[str] | None) -> list[Operator]:
-    available = {op.name: op for op in catalogue(ctx.spec)}
-    return [available[n] for n in _names(names, list(available), "operators")]

@@ -15,16 +15,15 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 
+from amqpfuzz.spec import Scope
 from amqpfuzz.spec.amqp010.codec import Header
 
-from ..cases import Case, Reaction
+from ..cases import Case, ErrorCode, Placement, Reaction
 from ..source import Source
-from .operator import Context, ErrorCode, error_codes
+from .context import ANSWERS, Context, error_codes
 
-__all__ = ["ANSWERS", "NOT_REFUSALS", "case_commands", "connection_frames", "valid_builder"]
+__all__ = ["NOT_REFUSALS", "case_commands", "connection_frames", "valid_builder"]
 
-# what a peer sends in answer, never a request of its own: sent by no valid case
-ANSWERS = ("execution.result", "execution.exception")
 # execution error codes that say a well-formed command was not: never a valid case's refusal
 NOT_REFUSALS = ("command-invalid", "illegal-argument", "internal-error")
 
@@ -38,7 +37,7 @@ def refusals(ctx: Context) -> tuple[ErrorCode, ...]:
     return tuple(
         c
         for c in error_codes(ctx.spec).values()
-        if c.scope == "execution" and c.name not in NOT_REFUSALS
+        if c.scope == Scope.EXECUTION and c.name not in NOT_REFUSALS
     )
 
 
@@ -56,7 +55,7 @@ def valid_builder(ctx: Context, names: tuple[str, ...]) -> Callable[[Source], Ca
             steps=(ctx.wire(item),),
             expected=Reaction.reply(responses, tolerated),
             spec_ref=name,
-            channel="open",
+            placement=Placement.OPEN,
             note="values drawn for its fields, sync set",
             blob=src.data,
         )

@@ -16,9 +16,10 @@ from collections.abc import Callable
 
 from amqpfuzz.spec.amqp10.codec import Composite, Header, Symbol, UInt
 
-from ..cases import Case, Reaction
+from ..cases import Case, Placement, Reaction
+from ..operator import Built
 from ..source import Source
-from .operator import Built, Context
+from .context import Context
 
 __all__ = [
     "AFTER_ANSWERS",
@@ -50,7 +51,7 @@ def _link(src: Source, ctx: Context, name: str) -> Built:
 def _session(src: Source, ctx: Context, name: str) -> Built:
     if name == "begin":
         steps = (ctx.wire(ctx.begin()), ctx.wire(ctx.codec.composite("end")))
-        return Built(steps, "begin", "a session of its own", "fresh")
+        return Built(steps, "begin", "a session of its own", Placement.FRESH)
     return Built((ctx.wire(ctx.codec.composite("end")),), "end", "ends the case's session")
 
 
@@ -91,7 +92,7 @@ def valid_builder(ctx: Context, names: tuple[str, ...]) -> Callable[[Source], Ca
             steps=built.steps,
             expected=Reaction.reply(responses),
             spec_ref=built.spec_ref,
-            channel=built.placement,
+            placement=built.placement,
             note=built.note,
             blob=src.data,
         )

@@ -23,6 +23,8 @@ from amqpfuzz.fuzzer.engine.runner import Runner
 from amqpfuzz.fuzzer.records import load_reproducer, read_records
 from amqpfuzz.strategies import valid_cases
 
+pytestmark = pytest.mark.slow  # every test here starts a broker, Spark or a process
+
 AMQPFUZZ = shutil.which("amqpfuzz", path=str(Path(sys.executable).parent)) or "amqpfuzz"
 
 

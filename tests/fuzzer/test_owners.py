@@ -20,6 +20,8 @@ import pytest
 from amqpfuzz.fuzzer.brokers import process_running
 from amqpfuzz.fuzzer.brokers.processes import sweep
 
+pytestmark = pytest.mark.slow  # every test here starts a broker, Spark or a process
+
 AMQPFUZZ = shutil.which("amqpfuzz", path=str(Path(sys.executable).parent)) or "amqpfuzz"
 TEMP = Path(tempfile.gettempdir())
 
@@ -141,6 +143,7 @@ def test_a_sigkilled_scenario_run_or_pytest_session_leaves_no_broker(
 OWNER = """
 import sys, time
 from amqpfuzz.fuzzer.brokers import throwaway
+
 with throwaway("garagemq") as broker:
     print(broker.directory, flush=True)
     time.sleep(600)

@@ -64,3 +64,37 @@ def test_a_profile_that_extends_itself_is_refused(tmp_path: Path) -> None:
     path = _write(tmp_path, "mine", 'product = "X"\nextends = "mine"\n')
     with pytest.raises(ProfileError, match="extends it again"):
         load_profile(path)
+
+
+def test_a_deviation_that_happens_only_sometimes_is_no_xpass_when_it_does_not(
+    tmp_path: Path,
+) -> None:
+    from amqpfuzz.fuzzer.brokers import parse_target
+    from amqpfuzz.fuzzer.engine.targets import TargetState
+    from amqpfuzz.fuzzer.engine.verdicts import judge_against
+
+    path = _write(
+        tmp_path,
+        "racy",
+        'product = "X"\n'
+        '[[deviation]]\nrule = "basic/02"\nreason = "a race"\nsometimes = true\n'
+        '[[deviation]]\nrule = "basic/03"\nreason = "always"\n',
+    )
+    target = TargetState(parse_target("amqp://127.0.0.1:5672/"), profile_name=str(path))
+    target.announce(target.announced)
+    verdict = {
+        (rule, status): judge_against(target, status, rule=rule, xpass=True).verdict
+        for rule in ("basic/02", "basic/03")
+        for status in ("pass", "fail")
+    }
+    assert verdict == {
+        ("basic/02", "pass"): "pass",
+        ("basic/02", "fail"): "xfail",
+        ("basic/03", "pass"): "xpass",
+        ("basic/03", "fail"): "xfail",
+    }
+    bad = _write(
+        tmp_path, "bad", 'product = "X"\n[[deviation]]\nrule = "a"\nreason = "r"\nsometimes = 1\n'
+    )
+    with pytest.raises(ProfileError, match="sometimes is true or false"):
+        load_profile(bad)

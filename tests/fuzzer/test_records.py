@@ -103,7 +103,8 @@ def test_writers_of_one_run_write_its_totals_at_once(
 ) -> None:
     """pytest-xdist's workers of one plugin run write the same run's totals: another writer
     coming between this one's write and its move does not make either fail."""
-    from amqpfuzz.fuzzer.records import contract, write_totals
+    from amqpfuzz.fuzzer import recording
+    from amqpfuzz.fuzzer.recording import write_totals
 
     moves: list[str] = []
     real = os.replace
@@ -115,7 +116,7 @@ def test_writers_of_one_run_write_its_totals_at_once(
         moves.append(str(source))
         real(source, destination)
 
-    monkeypatch.setattr(contract.os, "replace", replace)
+    monkeypatch.setattr(recording.os, "replace", replace)
     write_totals(tmp_path, "samerun00001", "0-9-1")
     assert len(moves) == 3 and moves[1] != moves[2]  # two part files, each moved
     (totals,) = tmp_path.glob("run-*.json")

@@ -17,6 +17,8 @@ import pytest
 from amqpfuzz.fuzzer.brokers import Broker, throwaway
 from amqpfuzz.fuzzer.records import load_reproducer, read_records
 
+pytestmark = pytest.mark.slow  # every test here starts a broker, Spark or a process
+
 AMQPFUZZ = shutil.which("amqpfuzz", path=str(Path(sys.executable).parent)) or "amqpfuzz"
 
 

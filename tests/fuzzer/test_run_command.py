@@ -18,6 +18,8 @@ import pytest
 from amqpfuzz.fuzzer.brokers import RABBITMQCTL, Broker, RabbitMQ, throwaway
 from amqpfuzz.fuzzer.records import read_records
 
+pytestmark = pytest.mark.slow  # every test here starts a broker, Spark or a process
+
 AMQPFUZZ = shutil.which("amqpfuzz", path=str(Path(sys.executable).parent)) or "amqpfuzz"
 
 

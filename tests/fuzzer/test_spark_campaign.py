@@ -25,7 +25,7 @@ from amqpfuzz.fuzzer.brokers import free_port
 from amqpfuzz.fuzzer.cluster import plan, run_on_spark
 from amqpfuzz.fuzzer.engine.campaign import CampaignSettings
 from amqpfuzz.fuzzer.records import load_reproducer
-from amqpfuzz.reports.session import local_session
+from amqpfuzz.fuzzer.spark import local_session
 
 pytestmark = pytest.mark.slow
 AMQPFUZZ = shutil.which("amqpfuzz", path=str(Path(sys.executable).parent)) or "amqpfuzz"

@@ -27,6 +27,7 @@ def _usage_error(result: pytest.RunResult) -> str:
     return errors[0]
 
 
+@pytest.mark.slow
 def test_importing_the_plugin_imports_nothing_heavy() -> None:
     code = (
         "import sys, amqpfuzz.fuzzer.plugin\n"
@@ -40,6 +41,7 @@ def test_importing_the_plugin_imports_nothing_heavy() -> None:
     assert out.strip() == "[]"
 
 
+@pytest.mark.slow
 def test_the_plugin_is_registered_by_its_entry_point(pytester: pytest.Pytester) -> None:
     result = pytester.runpytest_subprocess("--help")
     result.stdout.fnmatch_lines(["*--amqp-url*", "*--amqp-broker*", "*--amqp-seed*"])
@@ -133,6 +135,7 @@ def test_a_bad_profile_file_is_one_line(pytester: pytest.Pytester) -> None:
     assert "mine.toml: deviation 1 gives no reason" in error
 
 
+@pytest.mark.slow
 def test_seed_last_reuses_the_previous_run(pytester: pytest.Pytester) -> None:
     pytester.makepyfile("def test_plain(): pass")
     first = _seed_line(pytester.runpytest("--amqp-seed", "4242"))
@@ -142,6 +145,7 @@ def test_seed_last_reuses_the_previous_run(pytester: pytest.Pytester) -> None:
     assert "seed 4242 " in fresh
 
 
+@pytest.mark.slow
 def test_a_project_with_folders_named_like_ours(pytester: pytest.Pytester) -> None:
     """A broker project's own spec/, strategies/ and fuzzer/ packages neither shadow amqpfuzz's
     (installed as amqpfuzz.*) nor are shadowed when the plugin loads."""

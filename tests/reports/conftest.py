@@ -7,13 +7,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import report_records as records
-from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
-from pyspark.sql.types import TimestampType
+from pyspark.sql import SparkSession
 
+from amqpfuzz.fuzzer.spark import local_session
 from amqpfuzz.reports import Summary, run
-from amqpfuzz.reports.session import local_session
+from tests.helpers import report_records as records
 
 TEST_CONF = {
     "spark.sql.shuffle.partitions": "2",
@@ -39,14 +37,6 @@ def first_night(
     output = tmp_path_factory.mktemp("first-night-out")
     records.first_night(inputs)
     return inputs, output, run(spark, [str(inputs)], str(output))
-
-
-def table(spark: SparkSession, output: Path, name: str) -> DataFrame:
-    """A table as written, read back with its own schema; times as UTC text (the session's
-    time zone is UTC), so that expectations do not depend on the machine's zone."""
-    frame = spark.read.parquet(str(output / name))
-    stamps = [f.name for f in frame.schema if isinstance(f.dataType, TimestampType)]
-    return frame.withColumns({c: F.date_format(c, "yyyy-MM-dd HH:mm:ss.SSS") for c in stamps})
 
 
 @pytest.fixture(scope="session")

@@ -12,6 +12,8 @@ from pathlib import Path
 import pytest
 from pyspark.sql import SparkSession
 
+pytestmark = pytest.mark.slow  # every test here starts a broker, Spark or a process
+
 BENCH = Path(__file__).resolve().parents[2] / "bench" / "report.py"
 
 

@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 from pyspark.sql import SparkSession
-from report_records import at, case, first_night, write
 
 from amqpfuzz.fuzzer.cli import cli
 from amqpfuzz.reports.cli import ReportFailed, execute
+from tests.helpers.report_records import at, case, first_night, write
 
 AMQPFUZZ = shutil.which("amqpfuzz", path=str(Path(sys.executable).parent))
 
@@ -88,6 +88,7 @@ def test_usage_errors(tmp_path: Path, extra: list[str], expected: str) -> None:
     assert result.exit_code == 2 and expected in result.stderr
 
 
+@pytest.mark.slow
 def test_spark_connect_that_cannot_be_had_is_one_line(tmp_path: Path) -> None:
     # Either pyspark's connect packages are missing or nothing listens there: one line either
     # way. A process of its own: asking for Spark Connect changes the process's environment.
@@ -112,6 +113,7 @@ def test_spark_connect_that_cannot_be_had_is_one_line(tmp_path: Path) -> None:
     assert "Spark Connect" in done.stderr and "Traceback" not in done.stderr
 
 
+@pytest.mark.slow
 def test_a_corrupt_file_is_one_line_and_status_2(spark: SparkSession, tmp_path: Path) -> None:
     write(tmp_path, "r1", "w1", [case(run_id="r1", worker="w1", ts=at("2026-01-01"))])
     (tmp_path / "records-r1-zz.jsonl").write_bytes(b"\x1f\x8b\x08\x00 gzip, not records\n")
@@ -121,6 +123,7 @@ def test_a_corrupt_file_is_one_line_and_status_2(spark: SparkSession, tmp_path: 
     assert "records-r1-zz.jsonl: not a record file" in raised.value.format_message()
 
 
+@pytest.mark.slow
 def test_the_spark_submit_script_runs_as_a_file() -> None:
     # spark-submit runs it by path, which puts reports/ first on sys.path: our html.py must
     # not shadow the standard library's html there.

@@ -16,6 +16,8 @@ from PIL import Image
 
 from amqpfuzz.reports.charts import BAR_COLOUR, HEAT_COLOURS, TREND_COLOURS
 
+pytestmark = pytest.mark.slow  # every test here starts a broker, Spark or a process
+
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 FLAGS = [
     "--headless",

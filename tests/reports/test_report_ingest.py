@@ -11,13 +11,15 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import table
 from pyspark.sql import Row, SparkSession
 from pyspark.testing import assertDataFrameEqual
-from report_records import at, case, write
 
 from amqpfuzz.fuzzer.records import RecordWriter
 from amqpfuzz.reports import ReportInputError, run
+from tests.helpers.report_records import at, case, write
+from tests.helpers.spark import table
+
+pytestmark = pytest.mark.slow  # every test here starts a broker, Spark or a process
 
 NIGHT = "2026-02-01"
 

@@ -193,6 +193,7 @@ def _chromium(args: list[str], target: Path, profile: Path) -> subprocess.Comple
     return done
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("nights", [3, 90])
 @pytest.mark.parametrize("width", [1300, 500])  # (headless Chromium is never narrower)
 def test_the_page_fits_the_screen(nights: int, width: int, tmp_path: Path) -> None:

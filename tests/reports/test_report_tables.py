@@ -11,13 +11,15 @@ import datetime as dt
 from pathlib import Path
 
 import pytest
-from conftest import table
 from pyspark.sql import Row, SparkSession
 from pyspark.testing import assertDataFrameEqual, assertSchemaEqual
 
 from amqpfuzz.fuzzer.records import TOOL_VERSION
 from amqpfuzz.reports import Summary
 from amqpfuzz.reports.schema import TABLES
+from tests.helpers.spark import table
+
+pytestmark = pytest.mark.slow  # every test here starts a broker, Spark or a process
 
 NIGHT = dt.date(2026, 1, 10)
 First = tuple[Path, Path, Summary]

@@ -8,14 +8,17 @@ from types import MappingProxyType
 import pytest
 
 from amqpfuzz.scenarios import (
+    FAMILIES,
     SCENARIOS,
-    STEPS,
+    Checker,
+    Language,
     ScenarioError,
+    StepKind,
+    handles,
     load_all,
     load_index,
     load_scenario,
 )
-from amqpfuzz.scenarios.steps import StepChecker
 from amqpfuzz.spec import AmqpfuzzError
 from amqpfuzz.spec.amqp091 import load
 
@@ -71,10 +74,39 @@ def test_the_model_is_read_only() -> None:
     assert repeat.walk()[1:] == repeat.steps
 
 
-def test_every_step_kind_has_a_check() -> None:
-    checker = StepChecker(Path("x.yaml"), load("0-9-1"))
-    for kind in STEPS.values():
-        assert kind.scalar or callable(getattr(checker, "_" + kind.name)), kind.name
+@pytest.mark.parametrize("family", list(FAMILIES))
+def test_every_step_kind_of_a_family_has_its_check(family: str) -> None:
+    scenarios = FAMILIES[family]
+    checker = scenarios.checker(Path("x.yaml"), scenarios.protocols[0])
+    language = scenarios.language.steps
+    assert set(checker.handlers) == {k for k, v in language.items() if not v.scalar}
+    for kind, method in checker.handlers.items():
+        assert callable(getattr(checker, method)), (family, kind)
+
+
+def test_a_checker_that_leaves_a_kind_unhandled_is_refused_when_made() -> None:
+    two = Language.of(StepKind("a", "one"), StepKind("b", "another"))
+    with pytest.raises(TypeError, match=r"no handler for \['b'\]"):
+
+        class Half(Checker):
+            language = two
+
+            @handles("a")
+            def _a(self, value: object) -> tuple[()]:
+                return ()
+
+    with pytest.raises(TypeError, match="a is handled by _a and _again"):
+
+        class Twice(Checker):
+            language = Language.of(StepKind("a", "one"))
+
+            @handles("a")
+            def _a(self, value: object) -> tuple[()]:
+                return ()
+
+            @handles("a")
+            def _again(self, value: object) -> tuple[()]:
+                return ()
 
 
 def test_not_runnable_files_have_no_steps() -> None:

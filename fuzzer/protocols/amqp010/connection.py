@@ -22,6 +22,7 @@ import time
 from collections import deque
 from typing import Any
 
+from amqpfuzz.spec import OutcomeKind
 from amqpfuzz.spec.amqp010.codec import (
     Codec,
     Command,
@@ -32,16 +33,16 @@ from amqpfuzz.spec.amqp010.codec import (
 )
 
 from ...brokers import Target
-from ..base import AuthenticationFailed, ConnectionFailed, Outcome
-from ..stream import Stream, open_socket
+from ..outcome import AuthenticationFailed, ConnectionFailed, Outcome
+from ..sessions import CHANNEL_MAX, MECHANISMS, SessionConnection
+from ..stream import open_socket
 
 __all__ = ["MECHANISMS", "Connection", "NotSpoken", "header_text"]
 
-MECHANISMS = ("PLAIN", "ANONYMOUS")  # the SASL mechanisms amqpfuzz can log in with
 FRAME_SIZE = 65535  # the max-frame-size we ask for (a uint16 in 0-10)
-CHANNEL_MAX = 0xFFFF
 NORMAL = 0  # session.detach-code normal
 SETTLE = 1.0  # how long a peer that answered with another header has to close the socket
+_DETACHED = "the peer detached"
 
 
 def header_text(data: bytes) -> str:
@@ -71,22 +72,19 @@ def _bytes(value: object) -> bytes:
     return str(value or "").encode()
 
 
-class Connection(Stream):
+class Connection(SessionConnection):
     """One open 0-10 connection (after ``open-ok``)."""
 
+    frame_size = FRAME_SIZE
+    codec: Codec
+    reader: StreamReader
+
     def __init__(self, sock: socket.socket, codec: Codec) -> None:
-        super().__init__(sock)
-        self.codec = codec
-        self.reader: StreamReader = codec.reader(FRAME_SIZE)
-        self.frame_max = FRAME_SIZE
-        self.channel_max = CHANNEL_MAX
+        super().__init__(sock, codec)
         self.server_properties: dict[str, Any] = {}
-        self.mechanisms: tuple[str, ...] = ()
-        self.mechanism = ""
         self.sessions: dict[int, bytes] = {}  # our channel -> the name of its session
         self.attached: set[int] = set()  # channels whose attach the peer answered
         self._detaching: set[int] = set()
-        self._closing = False
 
     # -- opening ---------------------------------------------------------------------------
 
@@ -159,9 +157,7 @@ class Connection(Stream):
                 f"amqpfuzz logs in with {' or '.join(MECHANISMS)}"
             )
         self.mechanism = usable[0]
-        response = b""
-        if self.mechanism == "PLAIN":
-            response = b"\x00" + target.user.encode() + b"\x00" + target.password.encode()
+        response = self.plain(target) if self.mechanism == "PLAIN" else b""
         locales = start["locales"]
         locale = next(iter(getattr(locales, "items", locales or ())), "en_US")
         self.send(
@@ -179,7 +175,7 @@ class Connection(Stream):
         deadline = time.monotonic() + timeout
         while self.ended is None and time.monotonic() < deadline:
             self.pump(max(0.0, deadline - time.monotonic()))
-        return self.ended is not None and self.ended.kind == "socket-close"
+        return self.ended is not None and self.ended.kind == OutcomeKind.SOCKET_CLOSE
 
     def _expect(self, target: Target, names: tuple[str, ...], timeout: float) -> Control:
         got = self._next(target, timeout)
@@ -193,19 +189,6 @@ class Connection(Stream):
                 f"{target.safe_url}: {' or '.join(names)} expected, the broker sent {got!r}"
             )
         return got
-
-    def _next(self, target: Target, timeout: float) -> Any:
-        """The next header or control of the handshake (on channel 0)."""
-        deadline = time.monotonic() + timeout
-        while True:
-            box = self.inbox.get(0)
-            if box:
-                return box.popleft()
-            if self.ended is not None:
-                raise ConnectionFailed(f"{target.safe_url}: handshake failed: {self.ended}")
-            if time.monotonic() >= deadline:
-                raise ConnectionFailed(f"{target.safe_url}: no answer within {timeout:.0f} s")
-            self.pump(max(0.0, deadline - time.monotonic()))
 
     # -- sessions --------------------------------------------------------------------------
 
@@ -238,6 +221,9 @@ class Connection(Stream):
         self.open_channels.add(channel)
         return None
 
+    def open_session(self, channel: int, timeout: float = 5.0) -> Outcome | None:
+        return self.attach(channel, timeout)
+
     # -- receiving -------------------------------------------------------------------------
 
     def _file(self, frame: Any) -> None:
@@ -263,7 +249,7 @@ class Connection(Stream):
             # the peer ends the session: answered, and the session is closed
             self.attached.discard(channel)
             self.open_channels.discard(channel)
-            self.closed_channels[channel] = Outcome("session-close", text="the peer detached")
+            self.closed_channels[channel] = Outcome(OutcomeKind.SESSION_CLOSE, text=_DETACHED)
             self.send(
                 self.codec.encode_control(
                     "session.detached", channel=channel, name=frame["name"], code=NORMAL
@@ -278,16 +264,16 @@ class Connection(Stream):
             self._closing = True
             self.send(self.codec.encode_control("connection.close-ok"))
         text = _bytes(frame["reply-text"]).decode("utf-8", "replace")
-        self._end(Outcome("connection-close", reply_code=frame["reply-code"], text=text))
+        self._end(Outcome(OutcomeKind.CONNECTION_CLOSE, frame["reply-code"], text))
 
     @staticmethod
     def _detached(frame: Control) -> Outcome:
-        return Outcome("session-close", reply_code=frame["code"], text="session detached")
+        return Outcome(OutcomeKind.SESSION_CLOSE, frame["code"], "session detached")
 
     @staticmethod
     def _exception(frame: Command) -> Outcome:
         text = _bytes(frame["description"]).decode("utf-8", "replace")
-        return Outcome("execution-close", reply_code=frame["error-code"], text=text)
+        return Outcome(OutcomeKind.EXECUTION_CLOSE, frame["error-code"], text)
 
     def _stops(self, channel: int, frame: Any) -> Outcome | None:
         if isinstance(frame, Command) and frame.name == "execution.exception":
@@ -295,20 +281,14 @@ class Connection(Stream):
         if isinstance(frame, Control) and frame.name == "session.detached":
             return self._detached(frame) if frame["code"] not in (None, NORMAL) else None
         if isinstance(frame, Control) and frame.name == "session.detach":
-            return Outcome("session-close", text="the peer detached")
+            return Outcome(OutcomeKind.SESSION_CLOSE, text=_DETACHED)
         return None
 
     # -- ending ----------------------------------------------------------------------------
 
-    def close(self, timeout: float = 2.0) -> None:
-        """Close politely (``connection.close``, wait for ``close-ok``), then the socket."""
-        if self.ended is None:
-            self._closing = True
-            self.send(self.codec.encode_control("connection.close", reply_code="normal"))
-            deadline = time.monotonic() + timeout
-            while self.ended is None and time.monotonic() < deadline:
-                self.pump(max(0.0, deadline - time.monotonic()))
-                box = self.inbox.get(0)
-                if box and any(getattr(f, "name", "") == "connection.close-ok" for f in box):
-                    break
-        self.abort()
+    def closing_frame(self) -> bytes:
+        return self.codec.encode_control("connection.close", reply_code="normal")
+
+    def _closed(self) -> bool:
+        box = self.inbox.get(0) or ()
+        return any(getattr(f, "name", "") == "connection.close-ok" for f in box)

@@ -17,23 +17,20 @@ afterwards with ``queue.delete`` and ``exchange.delete`` on a session of their o
 from __future__ import annotations
 
 import struct
-import time
 from collections.abc import Iterable, Iterator
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 from amqpfuzz.spec import RemoteProtocolError
 from amqpfuzz.spec.amqp010.codec import Command, Control, codec_for
-from amqpfuzz.strategies import Case
-from amqpfuzz.strategies.amqp010.operator import error_code
+from amqpfuzz.strategies import Case, ErrorCode
+from amqpfuzz.strategies.amqp010.context import CODES
 from amqpfuzz.strategies.amqp010.wire import CASE_CHANNEL, Wire
 
 from ...brokers import Target
-from ..base import Announced, ConnectionFailed, Name, Outcome
-from ..sessions import SessionDriver, text
+from ..driver import ChannelRules
+from ..outcome import Announced, ConnectionFailed, Name, Outcome, text
+from ..sessions import SessionDriver
 from .connection import Connection
-
-if TYPE_CHECKING:
-    from amqpfuzz.strategies.cases import Code
 
 __all__ = ["Amqp010Driver"]
 
@@ -43,13 +40,15 @@ _ENTITIES = {"queue.name": "queue", "exchange.name": "exchange"}
 
 
 class Amqp010Driver(SessionDriver):
-    family: ClassVar[str] = "amqp010"
-    control: ClassVar[int] = 1
     # the answer to the probe's detach; or, on a connection whose control session was
     # attached with the probe (not before), to that attach
-    probe_replies: ClassVar[tuple[str, ...]] = ("session.detached", "session.attached")
-    ready_replies: ClassVar[tuple[str, ...]] = ("session.attached",)
-    probe_ends: ClassVar[bool] = True
+    rules = ChannelRules(
+        control=1,
+        probe_replies=("session.detached", "session.attached"),
+        ready_replies=("session.attached",),
+        probe_ends=True,
+    )
+    connection = Connection
     frame_header: ClassVar[int] = 12
     wire = Wire
     case_channel: ClassVar[int] = CASE_CHANNEL
@@ -61,28 +60,10 @@ class Amqp010Driver(SessionDriver):
 
     # -- negotiation -------------------------------------------------------------------------
 
-    def connect(self, target: Target, *, timeout: float = 10.0, **options: Any) -> Connection:
-        return Connection.open(target, timeout=timeout)
-
     def announced(self, connection: Any) -> Announced:
-        properties = {str(k): v for k, v in connection.server_properties.items()}
-        return Announced(
-            text(properties.get("product")), text(properties.get("version")), properties
-        )
+        return Announced.of(connection.server_properties)
 
     # -- running cases -----------------------------------------------------------------------
-
-    def spare(self, target: Target, timeout: float, stage: str | None = None) -> Connection:
-        """A connection of its own: open, with its control session attached and answered;
-        or, for a ``stage``, prepared only so far."""
-        if stage is not None:
-            return Connection.prepared(target, stage, timeout=timeout)
-        connection = self.connect(target, timeout=timeout)
-        problem = connection.attach(self.control, timeout)
-        if problem is not None:
-            connection.abort()
-            raise ConnectionFailed(f"{target.safe_url}: a session was refused: {problem}")
-        return connection
 
     def open_channel(self, connection: Any, channel: int) -> bytes:
         return bytes(connection.attach_frames(channel))
@@ -141,34 +122,21 @@ class Amqp010Driver(SessionDriver):
             for kind, name in names:
                 command = f"{kind}.delete"
                 data = connection.codec.encode_command(  # the field is named as its kind
-                    command, {kind: name}, channel=self.control, sync=True
+                    command, {kind: name}, channel=self.rules.control, sync=True
                 )
                 connection.send(data)
-                answer = connection.wait(self.control, ("session.completed",), timeout)
+                answer = connection.wait(self.rules.control, ("session.completed",), timeout)
                 if isinstance(answer, Outcome):
                     left.append(name)
                     if connection.ended is not None:
                         break
-                    connection.attach(self.control, timeout)  # a new session for the rest
+                    connection.open_session(self.rules.control, timeout)  # for the rest
         finally:
             connection.close(timeout=1.0)
         return left
 
     # -- conformance and replays -------------------------------------------------------------
 
-    def code(self, name: str) -> Code:
+    def code(self, name: str) -> ErrorCode:
         """A close code, detach code or execution error code by its name in the XML."""
-        return error_code(self.spec, name)
-
-    def serves(self, target: Target, timeout: float, probe: str) -> str | None:
-        """The peer accepts a connection and attaches a session on it."""
-        started = time.monotonic()
-        try:
-            connection = self.connect(target, timeout=timeout)
-        except ConnectionFailed as exc:
-            return str(exc)
-        try:
-            problem = connection.attach(1, max(0.5, timeout - (time.monotonic() - started)))
-        finally:
-            connection.close(timeout=1.0)
-        return None if problem is None else f"a session after it got {problem}"
+        return CODES.code(self.spec, name)

@@ -1,4 +1,4 @@
-"""Playing a 0-10 scenario file (:mod:`amqpfuzz.scenarios.steps010`) on a target, over our raw
+"""Playing a 0-10 scenario file (:mod:`amqpfuzz.scenarios.amqp010`) on a target, over our raw
 0-10 connection: each step as a client takes it, each expectation checked as it comes.
 
 A step that does not get what it needs fails the scenario there, with what was expected and
@@ -12,20 +12,26 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from amqpfuzz.scenarios import Scenario, Step
+from amqpfuzz.scenarios import Scenario, Step, handles
+from amqpfuzz.scenarios.amqp010 import LANGUAGE
+from amqpfuzz.spec import OutcomeKind
+from amqpfuzz.spec.amqp010.codec import codec_for
 
 from ...brokers import Target
-from ..base import Outcome, reaction_record
-from ..playing import StepFailed, StepPlayer
+from ..outcome import Outcome
+from ..playing import Playing, StepPlayer
 from ..stream import open_socket
 from .connection import Connection, NotSpoken, header_text
+from .driver import Amqp010Driver
 
-__all__ = ["Player"]
+__all__ = ["PLAYER", "Player"]
 
 _HEADER = b"AMQP\x01\x01\x00\x0a"
 
 
 class Player(StepPlayer):
+    language = LANGUAGE
+
     def __init__(self, scenario: Scenario, target: Target, **options: Any) -> None:
         super().__init__(scenario, target, **options)
         self.connections: dict[str, Connection] = {}
@@ -39,50 +45,44 @@ class Player(StepPlayer):
             connection.abort()
         self.connections.clear()
         if self.entities:
-            from .. import driver_for
-
-            driver_for("0-10").delete(self.target, self.entities, self.timeout)
+            Amqp010Driver("0-10").delete(self.target, self.entities, self.timeout)
 
     # -- where a step acts ---------------------------------------------------------------------
-
-    def _expand(self, value: Any) -> Any:
-        if isinstance(value, str):
-            return value.replace("${prefix}", self.prefix)
-        if isinstance(value, Mapping):
-            return {k: self._expand(v) for k, v in value.items()}
-        return value
 
     def _conn(self, args: Mapping[str, Any]) -> Connection:
         return self.connections[str(args["connection"])]
 
-    def _fail(self, step: Step, message: str, expected: str, seen: Outcome | str) -> None:
-        observed = seen.as_record() if isinstance(seen, Outcome) else reaction_record("reply")
-        if isinstance(seen, str):
-            observed["reply"] = seen
-        raise StepFailed(step, message, reaction_record(expected), observed)
+    def _fail(self, step: Step, message: str, expected: OutcomeKind, seen: Outcome | str) -> None:
+        observed = seen if isinstance(seen, Outcome) else Outcome(OutcomeKind.REPLY, reply=seen)
+        raise self.failed(step, message, Outcome(expected), observed)
 
     # -- the steps ------------------------------------------------------------------------------
 
+    @handles("connect")
     def _connect(self, step: Step, args: Mapping[str, Any]) -> None:
         if args.get("handshake", True) is False:
-            connection = Connection(open_socket(self.target, self.timeout), _codec())
+            connection = Connection(open_socket(self.target, self.timeout), codec_for("0-10"))
         else:
             try:
                 connection = Connection.open(self.target, timeout=self.timeout)
             except NotSpoken as exc:
-                self._fail(step, str(exc), "reply", f"answered {header_text(exc.answered)}")
+                self._fail(
+                    step, str(exc), OutcomeKind.REPLY, f"answered {header_text(exc.answered)}"
+                )
         self.connections[str(args["as"])] = connection
         if "save" in args:
             self.saved[str(args["save"])] = dict(connection.server_properties)
 
+    @handles("send_raw")
     def _send_raw(self, step: Step, args: Mapping[str, Any]) -> None:
         self._conn(args).send(bytes.fromhex(str(args["hex"])))
 
+    @handles("expect_closed")
     def _expect_closed(self, step: Step, args: Mapping[str, Any]) -> None:
         """The socket closes; what came before it is read raw: a protocol header at most (with
         ``no_frames``), the one ``header`` asks for."""
         connection = self._conn(args)
-        self.expected = reaction_record("socket-close")
+        expected = Outcome(OutcomeKind.SOCKET_CLOSE)
         got = b""
         deadline = time.monotonic() + self.timeout
         closed = False
@@ -106,39 +106,53 @@ class Player(StepPlayer):
             f" and {len(rest)} more octets" if rest else ""
         )
         if args.get("or_spoken") and header == _HEADER:  # it speaks 0-10: the rule is not for it
-            self.observed = reaction_record("reply")
-            self.observed["reply"] = f"{seen}: it speaks 0-10"
+            self.checked(expected, Outcome(OutcomeKind.REPLY, reply=f"{seen}: it speaks 0-10"))
             return
-        self.observed = reaction_record("socket-close" if closed else "timeout")
-        self.observed["reply"] = seen
+        kind = OutcomeKind.SOCKET_CLOSE if closed else OutcomeKind.TIMEOUT
+        self.checked(expected, Outcome(kind, reply=seen))
         if not closed:
-            self._fail(step, f"the socket stays open ({seen})", "socket-close", "timeout: " + seen)
+            self._fail(
+                step,
+                f"the socket stays open ({seen})",
+                OutcomeKind.SOCKET_CLOSE,
+                "timeout: " + seen,
+            )
         if args.get("no_frames") and rest:
             self._fail(
-                step, f"the peer sent more than a protocol header: {seen}", "socket-close", seen
+                step,
+                f"the peer sent more than a protocol header: {seen}",
+                OutcomeKind.SOCKET_CLOSE,
+                seen,
             )
         wanted = args.get("header", "any")
         if wanted == "0-10" and header != _HEADER:
-            self._fail(step, f"0-10's protocol header expected: {seen}", "socket-close", seen)
+            self._fail(
+                step, f"0-10's protocol header expected: {seen}", OutcomeKind.SOCKET_CLOSE, seen
+            )
         if wanted == "other" and (not header or header == _HEADER):
             self._fail(
-                step, f"another version's protocol header expected: {seen}", "socket-close", seen
+                step,
+                f"another version's protocol header expected: {seen}",
+                OutcomeKind.SOCKET_CLOSE,
+                seen,
             )
 
+    @handles("attach")
     def _attach(self, step: Step, args: Mapping[str, Any]) -> None:
         connection, channel = self._conn(args), int(args["channel"])
         problem = connection.attach(channel, self.timeout)
         if problem is not None:
             self._fail(step, f"the session on channel {channel} was not attached: {problem}",
-                       "reply", problem)  # fmt: skip
+                       OutcomeKind.REPLY, problem)  # fmt: skip
         self.commands[(str(args["connection"]), channel)] = 0
 
+    @handles("command")
     def _command(self, step: Step, args: Mapping[str, Any]) -> None:
         connection, channel = self._conn(args), int(args["channel"])
-        fields = self._expand(dict(args.get("fields") or {}))
+        fields = self.resolve(dict(args.get("fields") or {}))
         header = [
             connection.codec.struct(
-                str(e["struct"]), **_names(self._expand(dict(e.get("fields") or {})))
+                str(e["struct"]), **_names(self.resolve(dict(e.get("fields") or {})))
             )
             for e in args.get("header") or ()
         ]
@@ -149,7 +163,7 @@ class Player(StepPlayer):
             channel=channel,
             sync=bool(args.get("sync", False)),
             header=header or None,
-            body=None if body is None else self._expand(str(body)).encode(),
+            body=None if body is None else self.resolve(str(body)).encode(),
         )
         self.commands[(str(args["connection"]), channel)] += 1
         for key in ("queue", "exchange"):
@@ -158,19 +172,24 @@ class Player(StepPlayer):
                 self.entities.append((key, name))
         if not connection.send(data):
             self._fail(
-                step, f"{args['command']} could not be sent", "reply", connection.ended or ""
+                step,
+                f"{args['command']} could not be sent",
+                OutcomeKind.REPLY,
+                connection.ended or "",
             )
 
+    @handles("await")
     def _await(self, step: Step, args: Mapping[str, Any]) -> None:
         connection, channel = self._conn(args), int(args["channel"])
         seconds = float(args.get("seconds", self.timeout))
         name = str(args["name"])
         got = connection.wait(channel, (name,), seconds)
         if isinstance(got, Outcome):
-            self._fail(step, f"{name} expected, got {got}", "reply", got)
+            self._fail(step, f"{name} expected, got {got}", OutcomeKind.REPLY, got)
         if "save" in args:
             self.saved[str(args["save"])] = got
 
+    @handles("receive")
     def _receive(self, step: Step, args: Mapping[str, Any]) -> None:
         connection, channel = self._conn(args), int(args["channel"])
         seconds = float(args.get("seconds", self.timeout))
@@ -179,10 +198,11 @@ class Player(StepPlayer):
             found = connection.wait(channel, ("message.transfer",), seconds)
             if isinstance(found, Outcome):
                 self._fail(step, f"{args['count']} transfers expected, {len(got)} came, then "
-                           f"{found}", "reply", found)  # fmt: skip
+                           f"{found}", OutcomeKind.REPLY, found)  # fmt: skip
             got.append(found)
         self.saved[str(args["save"])] = got
 
+    @handles("record")
     def _record(self, step: Step, args: Mapping[str, Any]) -> None:
         struct, field = str(args["path"]).rsplit(".", 1)
         values = []
@@ -192,6 +212,7 @@ class Player(StepPlayer):
                     values.append(entry[field])
         self.notes[str(args["as"])] = len(set(values))
 
+    @handles("close")
     def _close(self, step: Step, args: Mapping[str, Any]) -> None:
         self._conn(args).close(timeout=self.timeout)
 
@@ -200,7 +221,4 @@ def _names(fields: Mapping[str, Any]) -> dict[str, Any]:
     return {k.replace("-", "_"): v for k, v in fields.items()}
 
 
-def _codec() -> Any:
-    from amqpfuzz.spec.amqp010.codec import codec_for
-
-    return codec_for("0-10")
+PLAYER = Playing(Player)

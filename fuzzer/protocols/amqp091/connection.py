@@ -16,7 +16,7 @@ from collections import deque
 from collections.abc import Iterable
 from typing import Any
 
-from amqpfuzz.spec import DEFAULT_PROTOCOL
+from amqpfuzz.spec import DEFAULT_PROTOCOL, OutcomeKind, Scope
 from amqpfuzz.spec.amqp091.codec import (
     Codec,
     Frame,
@@ -29,7 +29,7 @@ from amqpfuzz.spec.amqp091.codec import (
 from amqpfuzz.spec.amqp091.model import ZERO_VALUES
 
 from ...brokers import Target
-from ..base import AuthenticationFailed, ConnectionFailed, Name, Outcome
+from ..outcome import AuthenticationFailed, ConnectionFailed, Name, Outcome
 from ..stream import Stream, open_socket
 
 __all__ = ["CLIENT_PROPERTIES", "Connection", "closed_by"]
@@ -43,14 +43,14 @@ CLIENT_PROPERTIES: dict[str, Any] = {
 
 def closed_by(frame: MethodFrame) -> Outcome:
     """The outcome a broker's ``channel.close`` or ``connection.close`` says."""
-    kind = "connection-close" if frame.method.class_name == "connection" else "channel-close"
+    scope = Scope.CONNECTION if frame.method.class_name == "connection" else Scope.CHANNEL
     args = frame.arguments
+    class_id, method_id = args.get("class_id"), args.get("method_id")
     return Outcome(
-        kind,
+        scope.close,
         args.get("reply_code"),
-        args.get("class_id"),
-        args.get("method_id"),
         str(args.get("reply_text", "")),
+        method=None if class_id is None or method_id is None else (class_id, method_id),
     )
 
 
@@ -340,7 +340,7 @@ class Connection(Stream):
                     self.open_channels.discard(channel)
                     if reply.reply_code != gone:
                         left.append(name)
-                    if reply.kind == "timeout" or self.ended is not None:
+                    if reply.kind == OutcomeKind.TIMEOUT or self.ended is not None:
                         return left + rest
         return left
 

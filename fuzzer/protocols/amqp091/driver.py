@@ -11,39 +11,32 @@ from __future__ import annotations
 import functools
 import struct
 from collections.abc import Iterable, Iterator
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any
 
 from amqpfuzz.spec import RemoteProtocolError
 from amqpfuzz.spec.amqp091 import Constant
 from amqpfuzz.spec.amqp091.codec import Frame, MethodFrame, codec_for
-from amqpfuzz.strategies import Case
+from amqpfuzz.strategies import Case, Placement
 from amqpfuzz.strategies.amqp091 import WireFrame
+from amqpfuzz.strategies.amqp091.context import CODES
 
 from ...brokers import Target
-from ..base import (
+from ..driver import ChannelRules, Driver
+from ..outcome import (
     Announced,
     AuthenticationFailed,
     ConnectionFailed,
-    Driver,
     Name,
     Outcome,
     Unreachable,
+    text,
 )
 from .connection import Connection
 from .names import created_names, names_a_queue_itself, ours
 
-if TYPE_CHECKING:
-    pass
-
 __all__ = ["Amqp091Driver"]
 
 _FRAME_HEADER = struct.Struct(">BHI")
-
-
-def _text(value: object) -> str:
-    if isinstance(value, bytes):
-        return value.decode("utf-8", "replace")
-    return "" if value is None else str(value)
 
 
 def _wire_steps(case: Case) -> Iterator[WireFrame]:
@@ -58,9 +51,7 @@ def _has_no_wait(frame: Frame) -> bool:
 
 
 class Amqp091Driver(Driver):
-    family: ClassVar[str] = "amqp091"
-    control: ClassVar[int] = 1
-    probe_replies: ClassVar[tuple[str, ...]] = ("basic.qos-ok",)
+    rules = ChannelRules(control=1, probe_replies=("basic.qos-ok",))
 
     def __init__(self, protocol: str) -> None:
         super().__init__(protocol)
@@ -71,14 +62,11 @@ class Amqp091Driver(Driver):
 
     # -- negotiation -------------------------------------------------------------------------
 
-    def connect(self, target: Target, *, timeout: float = 10.0, **options: Any) -> Connection:
-        return Connection.open(target, protocol=self.protocol, timeout=timeout, **options)
+    def connect(self, target: Target, *, timeout: float = 10.0) -> Connection:
+        return Connection.open(target, protocol=self.protocol, timeout=timeout)
 
     def announced(self, connection: Any) -> Announced:
-        properties = dict(connection.server_properties)
-        return Announced(
-            _text(properties.get("product")), _text(properties.get("version")), properties
-        )
+        return Announced.of(connection.server_properties)
 
     def speaks(self, target: Target, protocol: str, timeout: float) -> str | None:
         try:
@@ -122,7 +110,7 @@ class Amqp091Driver(Driver):
         one; so does a declaration of a queue the broker names, whose name only its reply
         tells: on a shared connection that another case ends first, the reply may never
         come."""
-        if case.channel in ("closed", "none") or case.kills_connection:
+        if case.placement in (Placement.CLOSED, Placement.NONE) or case.kills_connection:
             return True
         if any(not (isinstance(c, Constant) and c.is_soft_error) for c in case.expected.tolerated):
             return True
@@ -130,7 +118,8 @@ class Amqp091Driver(Driver):
 
     def own_channel(self, case: Case) -> int:
         """The control channel if the case needs an open one, the next (not open) otherwise."""
-        return self.control if case.channel in ("open", "fresh") else self.control + 1
+        control = self.rules.control
+        return control if case.placement in (Placement.OPEN, Placement.FRESH) else control + 1
 
     def open_channel(self, connection: Any, channel: int) -> bytes:
         return self._frame("channel.open", channel)
@@ -203,7 +192,7 @@ class Amqp091Driver(Driver):
                 yield kind, name
         for frame in replies:
             if isinstance(frame, MethodFrame) and frame.name == "queue.declare-ok":
-                queue = _text(frame.arguments.get("queue"))
+                queue = text(frame.arguments.get("queue"))
                 if queue.startswith("amq.gen"):
                     yield "queue", queue  # the answer to our declare
 
@@ -233,7 +222,7 @@ class Amqp091Driver(Driver):
     # -- conformance and replays -------------------------------------------------------------
 
     def code(self, name: str) -> Constant:
-        return self.spec.constant(name)
+        return CODES.code(self.spec, name)
 
     def serves(self, target: Target, timeout: float, probe: str) -> str | None:
         """The broker accepts a connection and declares the exclusive queue ``probe`` (which

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Iterator
 from amqpfuzz.spec.amqp091 import Method, Spec
 from amqpfuzz.strategies.amqp091 import WireFrame
 
-from ..base import Name
+from ..outcome import Name
 
 __all__ = ["CREATES", "created_names", "field_bytes", "names_a_queue_itself", "ours"]
 

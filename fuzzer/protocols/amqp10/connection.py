@@ -12,10 +12,10 @@ reply, ``session-close`` or ``link-close`` (an ``end`` or ``detach`` carrying an
 from __future__ import annotations
 
 import socket
-import time
 from collections import deque
 from typing import Any
 
+from amqpfuzz.spec import OutcomeKind, Scope
 from amqpfuzz.spec.amqp10.codec import (
     AMQP,
     SASL,
@@ -31,44 +31,40 @@ from amqpfuzz.spec.amqp10.codec import (
 )
 
 from ...brokers import Target
-from ..base import AuthenticationFailed, ConnectionFailed, Outcome
-from ..stream import Stream, open_socket
+from ..outcome import AuthenticationFailed, ConnectionFailed, Outcome
+from ..sessions import CHANNEL_MAX, MECHANISMS, SessionConnection
+from ..stream import open_socket
 
 __all__ = ["MECHANISMS", "PEER_CHANNELS", "Connection", "error_of"]
 
-MECHANISMS = ("PLAIN", "ANONYMOUS")  # the SASL mechanisms amqpfuzz can log in with
 PEER_CHANNELS = 0x10000  # a session the peer began itself is filed at its channel plus this
 FRAME_SIZE = 131072  # the max-frame-size we announce
-CHANNEL_MAX = 0xFFFF
 
 
-def error_of(kind: str, body: Composite, text: str) -> Outcome:
-    """The outcome a peer's ``close``, ``end`` or ``detach`` says: its error's condition and
-    description, if it carries one."""
+def error_of(scope: Scope, body: Composite, text: str) -> Outcome:
+    """The outcome a peer's ``close``, ``end`` or ``detach`` (closing ``scope``) says: its
+    error's condition and description, if it carries one."""
     error = body["error"]
     if error is None:
-        return Outcome(kind, text=text)
+        return Outcome(scope.close, text=text)
     description = error["description"]
-    return Outcome(kind, condition=str(error["condition"]), text=str(description or text))
+    return Outcome(scope.close, str(error["condition"]), str(description or text))
 
 
-class Connection(Stream):
+class Connection(SessionConnection):
     """One open 1.0 connection (after the SASL layer and ``open``)."""
 
+    frame_size = FRAME_SIZE
+    codec: Codec
+    reader: FrameReader
+
     def __init__(self, sock: socket.socket, codec: Codec) -> None:
-        super().__init__(sock)
-        self.codec = codec
-        self.reader: FrameReader = codec.reader(FRAME_SIZE)
-        self.frame_max = FRAME_SIZE
-        self.channel_max = CHANNEL_MAX
+        super().__init__(sock, codec)
         self.peer_open: Composite | None = None
         self.peer_begins: dict[int, Composite | None] = {}  # our channel -> the peer's begin
-        self.mechanisms: tuple[str, ...] = ()  # what the peer offered (none: no SASL layer)
-        self.mechanism = ""  # what we logged in with
         self.peers: dict[int, int] = {}  # the peer's channel -> ours
         self.begun: set[int] = set()  # our channels whose begin the peer answered
         self._ending: set[int] = set()  # our channels whose end we sent
-        self._closing = False
 
     # -- opening ---------------------------------------------------------------------------
 
@@ -157,9 +153,7 @@ class Connection(Stream):
         self.mechanisms = tuple(str(m) for m in getattr(offered, "items", (offered,)))
 
     def _init(self, target: Target, mechanism: str) -> bytes:
-        response = b""
-        if mechanism == "PLAIN":
-            response = b"\x00" + target.user.encode() + b"\x00" + target.password.encode()
+        response = self.plain(target) if mechanism == "PLAIN" else b""
         init = self.codec.composite(
             "sasl-init",
             mechanism=Symbol(mechanism),
@@ -221,23 +215,13 @@ class Connection(Stream):
             raise ConnectionFailed(f"{target.safe_url}: {name} expected, the broker sent {got!r}")
         return got.body
 
-    def _next(self, target: Target, timeout: float) -> Header | Frame:
-        """The next header or frame of the handshake (on channel 0)."""
-        deadline = time.monotonic() + timeout
-        while True:
-            box = self.inbox.get(0)
-            if box:
-                item: Header | Frame = box.popleft()
-                return item
-            if self.ended is not None:
-                if self.ended.kind == "bad-frame" and self.mechanism == "":
-                    raise ConnectionFailed(
-                        f"{target.safe_url}: the broker does not speak AMQP 1.0 ({self.ended})"
-                    )
-                raise ConnectionFailed(f"{target.safe_url}: handshake failed: {self.ended}")
-            if time.monotonic() >= deadline:
-                raise ConnectionFailed(f"{target.safe_url}: no answer within {timeout:.0f} s")
-            self.pump(max(0.0, deadline - time.monotonic()))
+    def _failed(self, target: Target) -> ConnectionFailed:
+        assert self.ended is not None
+        if self.ended.kind == OutcomeKind.BAD_FRAME and self.mechanism == "":
+            return ConnectionFailed(
+                f"{target.safe_url}: the broker does not speak AMQP 1.0 ({self.ended})"
+            )
+        return super()._failed(target)
 
     # -- sessions --------------------------------------------------------------------------
 
@@ -268,6 +252,9 @@ class Connection(Stream):
         self.peer_begins[channel] = reply.body
         return None
 
+    def open_session(self, channel: int, timeout: float = 5.0) -> Outcome | None:
+        return self.begin(channel, timeout)
+
     # -- receiving -------------------------------------------------------------------------
 
     def _file(self, frame: Any) -> None:
@@ -281,7 +268,7 @@ class Connection(Stream):
             if not self._closing:
                 self._closing = True
                 self.send(self.codec.frame(self.codec.composite("close")))
-            self._end(error_of("connection-close", body, "the broker closed the connection"))
+            self._end(error_of(Scope.CONNECTION, body, "the broker closed the connection"))
             return
         ours = self.peers.get(frame.channel, frame.channel + PEER_CHANNELS)
         if frame.name == "begin" and body["remote-channel"] is not None:
@@ -294,7 +281,7 @@ class Connection(Stream):
             self.begun.discard(ours)
             self.open_channels.discard(ours)
             if body["error"] is not None:
-                self.closed_channels[ours] = error_of("session-close", body, "session ended")
+                self.closed_channels[ours] = error_of(Scope.SESSION, body, "session ended")
                 if ours not in self._ending and ours < PEER_CHANNELS:
                     self.send(self.end_frame(ours))  # the peer's own end is answered
             # (a plain end answers ours: one a case sent, too, which end_frame did not make)
@@ -304,19 +291,12 @@ class Connection(Stream):
         if not isinstance(frame, Frame) or frame.body is None:
             return None
         if frame.name == "end" and frame.body["error"] is not None:
-            return self.closed_channels.get(channel) or error_of("session-close", frame.body, "")
+            return self.closed_channels.get(channel) or error_of(Scope.SESSION, frame.body, "")
         if frame.name == "detach" and frame.body["error"] is not None:
-            return error_of("link-close", frame.body, "link detached")
+            return error_of(Scope.LINK, frame.body, "link detached")
         return None
 
     # -- ending ----------------------------------------------------------------------------
 
-    def close(self, timeout: float = 2.0) -> None:
-        """Close politely (``close``, wait for the peer's), then the socket."""
-        if self.ended is None:
-            self._closing = True
-            self.send(self.codec.frame(self.codec.composite("close")))
-            deadline = time.monotonic() + timeout
-            while self.ended is None and time.monotonic() < deadline:
-                self.pump(max(0.0, deadline - time.monotonic()))
-        self.abort()
+    def closing_frame(self) -> bytes:
+        return self.codec.frame(self.codec.composite("close"))

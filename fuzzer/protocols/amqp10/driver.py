@@ -21,37 +21,29 @@ from typing import Any, ClassVar
 
 from amqpfuzz.spec import RemoteProtocolError
 from amqpfuzz.spec.amqp10.codec import Composite, Frame, codec_for
-from amqpfuzz.strategies import Case
+from amqpfuzz.strategies import Case, ErrorCode
 from amqpfuzz.strategies.amqp10 import CASE_CHANNEL, Wire
-from amqpfuzz.strategies.amqp10.operator import Condition
+from amqpfuzz.strategies.amqp10.context import CODES
 
 from ...brokers import Target
-from ..base import (
-    Announced,
-    AuthenticationFailed,
-    ConnectionFailed,
-    Name,
-    Unreachable,
-)
-from ..sessions import SessionDriver, text
+from ..driver import ChannelRules
+from ..outcome import Announced, AuthenticationFailed, ConnectionFailed, Name, Unreachable
+from ..sessions import SessionDriver
 from .connection import Connection
 from .nodes import delete_nodes
 
 __all__ = ["Amqp10Driver"]
 
 _SIZE = struct.Struct(">I")
-# the scope an error of each condition type closes (an amqp-error may close any: connection)
-_SCOPES = {"connection-error": "connection", "session-error": "session", "link-error": "link"}
 
 
 class Amqp10Driver(SessionDriver):
-    family: ClassVar[str] = "amqp10"
-    control: ClassVar[int] = 0
     # the answer to the probe's end; or, on a connection whose control session was begun with
     # the probe (not before), to that begin
-    probe_replies: ClassVar[tuple[str, ...]] = ("end", "begin")
-    ready_replies: ClassVar[tuple[str, ...]] = ("begin",)
-    probe_ends: ClassVar[bool] = True
+    rules = ChannelRules(
+        control=0, probe_replies=("end", "begin"), ready_replies=("begin",), probe_ends=True
+    )
+    connection = Connection
     frame_header: ClassVar[int] = 8
     wire = Wire
     case_channel: ClassVar[int] = CASE_CHANNEL
@@ -66,41 +58,29 @@ class Amqp10Driver(SessionDriver):
 
     # -- negotiation -------------------------------------------------------------------------
 
-    def connect(self, target: Target, *, timeout: float = 10.0, **options: Any) -> Connection:
-        return Connection.open(target, timeout=timeout, **options)
-
     def announced(self, connection: Any) -> Announced:
         opened = connection.peer_open
-        found = opened["properties"] if opened is not None else None
-        properties = {str(k): v for k, v in (found or {}).items()}
-        return Announced(
-            text(properties.get("product")), text(properties.get("version")), properties
-        )
+        return Announced.of(opened["properties"] if opened is not None else None)
 
     # -- running cases -----------------------------------------------------------------------
 
-    def spare(self, target: Target, timeout: float, stage: str | None = None) -> Connection:
-        """A connection of its own: open, with its control session begun and answered (a
-        case and the probe behind it then go in one write); or, for a ``stage``, prepared only
-        so far."""
-        if stage is not None:
-            return Connection.prepared(target, stage, timeout=timeout)
-        if target in self._mechanisms:  # after the first: the handshake in one write
-            try:
-                return Connection.open_pipelined(
-                    target, self._mechanisms[target], timeout=timeout, session=self.control
-                )
-            except (Unreachable, AuthenticationFailed):
-                raise
-            except ConnectionFailed:
-                self._mechanisms.pop(target, None)  # step by step again
-        connection = self.connect(target, timeout=timeout)
-        problem = connection.begin(self.control, timeout)
-        if problem is not None:
-            connection.abort()
-            raise ConnectionFailed(f"{target.safe_url}: a session was refused: {problem}")
+    def _pipelined(self, target: Target, timeout: float) -> Connection | None:
+        """After the first spare, the handshake in one write (SASL with the mechanism the first
+        took, open, the control session's begin)."""
+        if target not in self._mechanisms:
+            return None
+        try:
+            return Connection.open_pipelined(
+                target, self._mechanisms[target], timeout=timeout, session=self.rules.control
+            )
+        except (Unreachable, AuthenticationFailed):
+            raise
+        except ConnectionFailed:
+            self._mechanisms.pop(target, None)  # step by step again
+            return None
+
+    def _learnt(self, target: Target, connection: Any) -> None:
         self._mechanisms[target] = connection.mechanism or None
-        return connection
 
     def open_channel(self, connection: Any, channel: int) -> bytes:
         return bytes(connection.begin_frame(channel))
@@ -150,19 +130,6 @@ class Amqp10Driver(SessionDriver):
 
     # -- conformance and replays -------------------------------------------------------------
 
-    def code(self, name: str) -> Condition:
+    def code(self, name: str) -> ErrorCode:
         """An error condition by its choice name; its scope, the type that defines it."""
-        symbol, defined_by = self.spec.error_conditions()[name]  # KeyError: not one
-        return Condition(name, symbol, _SCOPES.get(defined_by, "connection"))
-
-    def serves(self, target: Target, timeout: float, probe: str) -> str | None:
-        """The peer accepts a connection and begins a session on it."""
-        try:
-            connection = self.connect(target, timeout=timeout)
-        except ConnectionFailed as exc:
-            return str(exc)
-        try:
-            problem = connection.begin(1, timeout)
-        finally:
-            connection.close(timeout=1.0)
-        return None if problem is None else f"a session after it got {problem}"
+        return CODES.code(self.spec, name)

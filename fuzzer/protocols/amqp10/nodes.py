@@ -12,10 +12,12 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 
+from amqpfuzz.spec import OutcomeKind
 from amqpfuzz.spec.amqp10.codec import Composite, UByte, UInt
 
 from ...brokers import Target
-from ..base import ConnectionFailed, Name, Outcome
+from ..amqp091.driver import Amqp091Driver
+from ..outcome import ConnectionFailed, Name, Outcome
 from .connection import Connection
 
 __all__ = ["delete_nodes"]
@@ -28,9 +30,7 @@ def delete_nodes(target: Target, names: Sequence[Name], timeout: float) -> list[
     """Delete the nodes ``names``; the names that could not be."""
     if not names:
         return []
-    from .. import driver_for  # the 0-9-1 family's driver: a sibling, imported when needed
-
-    queues = driver_for("0-9-1")
+    queues = Amqp091Driver("0-9-1")
     if queues.speaks(target, "0-9-1", timeout) is None:
         return queues.delete(target, [("queue", name) for name in names], timeout)
     return _drain(target, [n for n in names if isinstance(n, str)], timeout) + [
@@ -96,7 +96,7 @@ def _drain_round(connection: Connection, names: list[str], timeout: float) -> li
     while answered < len(names):
         reply = connection.wait(1, ("detach",), max(0.0, deadline - time.monotonic()))
         if isinstance(reply, Outcome):
-            return list(names[answered:]) if reply.kind != "link-close" else left
+            return list(names[answered:]) if reply.kind != OutcomeKind.LINK_CLOSE else left
         if isinstance(reply.body, Composite) and reply.body["error"] is not None:
             left.append(names[int(reply.body["handle"])])
         answered += 1

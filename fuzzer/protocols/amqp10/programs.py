@@ -33,6 +33,7 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
@@ -43,12 +44,12 @@ from proton.reactor import AtLeastOnce, AtMostOnce, LinkOption
 from proton.utils import BlockingConnection, BlockingReceiver
 
 from ...brokers import Target
-from ...records import ReproducerError
-from ..base import Broken, ConnectionFailed, ProgramStep
+from ..family import Broken, NotReplayable, ProgramStep
+from ..outcome import ConnectionFailed
 from .connection import Connection
 from .nodes import delete_nodes
 
-__all__ = ["Program", "machine_for", "replay_program"]
+__all__ = ["PROGRAMS", "Program", "machine_for", "replay_program"]
 
 NODES = 3
 OUTCOMES = ("accepted", "rejected", "released", "modified")
@@ -169,7 +170,7 @@ class Program:
         except Broken as exc:
             self.broken = exc
             raise
-        except ReproducerError:
+        except NotReplayable:
             raise  # a program the place it runs cannot play: not the broker's doing
         except Exception as exc:
             timed_out = type(exc).__name__ == "Timeout"
@@ -308,7 +309,7 @@ class Program:
 
     def _restart(self) -> None:
         if self.restart is None:
-            raise ReproducerError(
+            raise NotReplayable(
                 "the program restarts the broker: replay it on a throwaway broker (--broker)"
             )
         self._let_go(timeout=2.0)
@@ -537,7 +538,7 @@ def replay_program(
     """The program's steps again, without Hypothesis; the invariant it breaks now, if any. A
     program that restarts the broker needs ``restart``."""
     if restart is None and any(step["step"] == "restart" for step in steps):
-        raise ReproducerError(
+        raise NotReplayable(
             "the program restarts the broker: replay it on a throwaway broker (--broker KIND)"
         )
     program = Program(target, prefix, timeout, restart=restart)
@@ -567,3 +568,32 @@ def replay_program(
     finally:
         program.close()
     return None
+
+
+class Amqp10Programs:
+    """The family's stateful programs; on a throwaway broker, ``restart`` lets a program kill
+    and restart it once."""
+
+    def machine(
+        self,
+        target: Target,
+        prefix: str,
+        on_program: Callable[[Any], None],
+        timeout: float,
+        avoid: frozenset[str],
+        restart: Callable[[], object] | None,
+    ) -> AbstractContextManager[type[RuleBasedStateMachine]]:
+        return machine_for(target, prefix, on_program, timeout, avoid, restart)
+
+    def replay(
+        self,
+        steps: list[ProgramStep],
+        target: Target,
+        prefix: str,
+        timeout: float,
+        restart: Callable[[], object] | None,
+    ) -> Broken | None:
+        return replay_program(steps, target, prefix, timeout, restart)
+
+
+PROGRAMS = Amqp10Programs()

@@ -1,5 +1,5 @@
-"""Playing a 1.0 scenario file (:mod:`amqpfuzz.scenarios.steps10`) on a target, over our raw
-1.0 connection: each step as a client takes it, each expectation checked as it comes.
+"""Playing a 1.0 scenario file (:mod:`amqpfuzz.scenarios.amqp10`) on a target, over our raw 1.0
+connection: each step as a client takes it, each expectation checked as it comes.
 
 A step that does not get what it needs (a link the peer refuses, no transfer in time) fails the
 scenario there, with what was expected and what came instead. The nodes the file named (the
@@ -12,9 +12,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from amqpfuzz.scenarios import Scenario, Step
-from amqpfuzz.scenarios.steps10 import CHECKS
-from amqpfuzz.spec import AmqpfuzzError
+from amqpfuzz.scenarios import Scenario, Step, handles
+from amqpfuzz.scenarios.amqp10 import CHECKS, LANGUAGE
+from amqpfuzz.spec import AmqpfuzzError, OutcomeKind, Scope
 from amqpfuzz.spec.amqp10.codec import (
     Composite,
     Described,
@@ -26,12 +26,12 @@ from amqpfuzz.spec.amqp10.codec import (
 )
 
 from ...brokers import Target
-from ..base import Outcome, reaction_record
-from ..playing import StepFailed, StepPlayer
+from ..outcome import Outcome
+from ..playing import Playing, StepPlayer
 from .connection import Connection
 from .nodes import delete_nodes
 
-__all__ = ["Player"]
+__all__ = ["PLAYER", "Player"]
 
 _NOT_BARE = ("header", "delivery-annotations", "message-annotations", "footer")
 _WINDOW = 2048
@@ -62,6 +62,8 @@ def _plain(value: Any) -> Any:
 
 
 class Player(StepPlayer):
+    language = LANGUAGE
+
     def __init__(self, scenario: Scenario, target: Target, **options: Any) -> None:
         super().__init__(scenario, target, **options)
         self.connections: dict[str, Connection] = {}
@@ -78,9 +80,6 @@ class Player(StepPlayer):
 
     # -- where a step acts ---------------------------------------------------------------------
 
-    def _expand(self, text: str) -> str:
-        return str(text).replace("${prefix}", self.prefix)
-
     def _at(self, args: Any) -> tuple[Connection, int, Session]:
         name, channel = str(args["connection"]), int(args["channel"])
         return self.connections[name], channel, self.sessions[(name, channel)]
@@ -91,31 +90,32 @@ class Player(StepPlayer):
     ) -> Frame:  # fmt: skip
         found = connection.wait(channel, names, self.timeout if seconds is None else seconds)
         if isinstance(found, Outcome):
-            raise StepFailed(
-                step, f"{what}: {found}", reaction_record("reply", reply=" or ".join(names)),
-                found.as_record(),
-            )  # fmt: skip
+            expected = Outcome(OutcomeKind.REPLY, reply=" or ".join(names))
+            raise self.failed(step, f"{what}: {found}", expected, found)
         assert isinstance(found, Frame)
         return found
 
     # -- the steps -----------------------------------------------------------------------------
 
+    @handles("connect")
     def _connect(self, step: Step, args: Any) -> None:
         connection = Connection.open(self.target, timeout=self.timeout)
         self.connections[str(args["as"])] = connection
         if "save" in args:
             self.saved[str(args["save"])] = _plain(connection.peer_open)
 
+    @handles("begin")
     def _begin(self, step: Step, args: Any) -> None:
         name, channel = str(args["connection"]), int(args["channel"])
         problem = self.connections[name].begin(channel, self.timeout)
         if problem is not None:
-            raise StepFailed(step, f"the session was refused: {problem}",
-                             reaction_record("reply", reply="begin"), problem.as_record())  # fmt: skip
+            expected = Outcome(OutcomeKind.REPLY, reply="begin")
+            raise self.failed(step, f"the session was refused: {problem}", expected, problem)
         self.sessions[(name, channel)] = Session()
         if "save" in args:
             self.saved[str(args["save"])] = _plain(self.connections[name].peer_begins[channel])
 
+    @handles("attach")
     def _attach(self, step: Step, args: Any) -> None:
         connection, channel, session = self._at(args)
         codec, handle = connection.codec, int(args["handle"])
@@ -124,7 +124,7 @@ class Player(StepPlayer):
         if args.get("dynamic"):
             terminus["dynamic"] = True
         else:
-            address = self._expand(args["address"])
+            address = str(args["address"])
             self.nodes.add(address)
             terminus["address"] = address
         if args.get("durable"):
@@ -146,6 +146,7 @@ class Player(StepPlayer):
         if "save" in args:
             self.saved[str(args["save"])] = _plain(answer.body)
 
+    @handles("credit")
     def _credit(self, step: Step, args: Any) -> None:
         connection, channel, session = self._at(args)
         handle = int(args["handle"])
@@ -180,6 +181,7 @@ class Player(StepPlayer):
         bare.append(Described("amqp-value", str(spec["body"])))
         return codec.message([*sections, *bare]), codec.message(bare)
 
+    @handles("send")
     def _send(self, step: Step, args: Any) -> None:
         connection, channel, session = self._at(args)
         codec = connection.codec
@@ -198,6 +200,7 @@ class Player(StepPlayer):
         if "save" in args:
             self.saved[str(args["save"])] = {"bare": bare}
 
+    @handles("settled")
     def _settled(self, step: Step, args: Any) -> None:
         connection, channel, _session = self._at(args)
         wanted = str(args["outcome"])
@@ -207,6 +210,7 @@ class Player(StepPlayer):
         got = state.name if isinstance(state, Composite) else str(state)
         self._hold(step, got == wanted, f"the transfer was {got}, not {wanted}", wanted, got)
 
+    @handles("receive")
     def _receive(self, step: Step, args: Any) -> None:
         connection, channel, session = self._at(args)
         seconds = float(args.get("seconds", self.timeout))
@@ -244,6 +248,7 @@ class Player(StepPlayer):
             at = end
         return found
 
+    @handles("settle")
     def _settle(self, step: Step, args: Any) -> None:
         connection, channel, _session = self._at(args)
         codec, outcome = connection.codec, str(args["outcome"])
@@ -260,28 +265,29 @@ class Player(StepPlayer):
         )  # fmt: skip
         connection.send(codec.frame(disposition, channel))
 
+    @handles("nothing")
     def _nothing(self, step: Step, args: Any) -> None:
         connection, channel, _ = self._at(args)
         found = connection.wait(channel, ("transfer",), float(args["seconds"]))
         came = not isinstance(found, Outcome)
         self._hold(step, not came, "a transfer came", "nothing", "transfer" if came else "nothing")
 
+    @handles("expect")
     def _expect(self, step: Step, args: Any) -> None:
         connection, channel, _ = self._at(args)
-        scope, condition = str(args["close"]), args.get("condition")
-        expected = reaction_record(f"{scope}-close", condition=condition)
-        self.expected = expected
+        scope, condition = Scope(args["close"]), args.get("condition")
+        expected = Outcome(scope.close, condition)
         found = connection.wait(channel, ("-",), self.timeout)  # only a close ends this wait
-        seen = found.as_record() if isinstance(found, Outcome) else reaction_record("reply")
-        self.observed = seen
-        right = isinstance(found, Outcome) and found.kind == f"{scope}-close"
+        seen = found if isinstance(found, Outcome) else Outcome(OutcomeKind.REPLY)
+        self.checked(expected, seen)
+        right = isinstance(found, Outcome) and found.kind == scope.close
         if right and condition == "*":
             right = found.condition is not None  # an error, whichever
         elif right and condition is not None:
             right = found.condition in self._conditions(condition)
         if not right:
-            raise StepFailed(step, f"expected {scope}-close {condition or ''}, got {found}",
-                             expected, seen)  # fmt: skip
+            message = f"expected {scope.close} {condition or ''}, got {found}"
+            raise self.failed(step, message, expected, seen)
 
     def _conditions(self, name: str) -> set[str]:
         """The symbols an expected condition allows: the one named, or every choice of the
@@ -291,6 +297,7 @@ class Player(StepPlayer):
             return {known[name][0]}
         return {symbol for symbol, kind in known.values() if kind == name}
 
+    @handles("detach")
     def _detach(self, step: Step, args: Any) -> None:
         connection, channel, _ = self._at(args)
         codec = connection.codec
@@ -300,6 +307,7 @@ class Player(StepPlayer):
         if "save" in args:
             self.saved[str(args["save"])] = _plain(answer.body)
 
+    @handles("await")
     def _await(self, step: Step, args: Any) -> None:
         connection, channel, _ = self._at(args)
         name, seconds = str(args["performative"]), float(args.get("seconds", self.timeout))
@@ -312,6 +320,7 @@ class Player(StepPlayer):
                 break
         self.saved[str(args["save"])] = found
 
+    @handles("frame")
     def _frame(self, step: Step, args: Any) -> None:
         """One performative as the file writes it: each field's value as the XML writes
         values, made the field's type by the codec (``handle: 7``, ``role: receiver``)."""
@@ -323,22 +332,24 @@ class Player(StepPlayer):
             given = (args.get("fields") or {}).get(info.name)
             if given is not None:
                 assert info.primitive is not None  # (the loader's check)
-                text = str(given).lower() if isinstance(given, bool) else self._expand(given)
+                text = str(given).lower() if isinstance(given, bool) else str(given)
                 value = types.value_of(info.primitive, text, types.choices_of(info.type))
                 fields[info.name.replace("-", "_")] = value
         body = codec.composite(str(args["performative"]), **fields)
         connection.send(codec.frame(body, int(args["channel"]), check=False))
 
+    @handles("close")
     def _close(self, step: Step, args: Any) -> None:
         connection = self.connections.pop(str(args["connection"]))
         connection.close(timeout=self.timeout)
         ended = connection.ended
-        if not (isinstance(ended, Outcome) and ended.kind == "connection-close"):
-            raise StepFailed(step, f"our close was not answered by the peer's: {ended}",
-                             reaction_record("connection-close"),
-                             ended.as_record() if isinstance(ended, Outcome) else
-                             reaction_record("reply"))  # fmt: skip
+        if not (isinstance(ended, Outcome) and ended.kind == OutcomeKind.CONNECTION_CLOSE):
+            expected = Outcome(OutcomeKind.CONNECTION_CLOSE)
+            seen = ended if isinstance(ended, Outcome) else Outcome(OutcomeKind.REPLY)
+            raise self.failed(step, f"our close was not answered by the peer's: {ended}",
+                              expected, seen)  # fmt: skip
 
+    @handles("restart")
     def _restart(self, step: Step, args: Any) -> None:
         if self.broker is None:
             raise AmqpfuzzError("the scenario restarts the broker: it needs a throwaway one")
@@ -347,6 +358,7 @@ class Player(StepPlayer):
         self.connections.clear()
         self.broker.restart()
 
+    @handles("check")
     def _check(self, step: Step, args: Any) -> None:
         path = str(args["that"])
         value = self._path(path)
@@ -372,7 +384,11 @@ class Player(StepPlayer):
         return value
 
     def _hold(self, step: Step, holds: bool, message: str, expected: Any, seen: Any) -> None:
-        self.expected = reaction_record("reply", reply=str(expected)[:200])
-        self.observed = reaction_record("reply", reply=str(seen)[:200])
+        wanted = Outcome(OutcomeKind.REPLY, reply=str(expected)[:200])
+        came = Outcome(OutcomeKind.REPLY, reply=str(seen)[:200])
+        self.checked(wanted, came)
         if not holds:
-            raise StepFailed(step, message, self.expected, self.observed)
+            raise self.failed(step, message, wanted, came)
+
+
+PLAYER = Playing(Player)

@@ -20,7 +20,8 @@ import functools
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from ..model import Spec010
+from ...protocols import family_of
+from ..model import Spec010, load
 from .assembly import Assembler, Assembly, Segment
 from .decode import Decoder
 from .encode import Encoder
@@ -335,9 +336,6 @@ class StreamReader:
 @functools.cache
 def codec_for(protocol: str = "0-10") -> Codec:
     """The codec of a registered 0-10 protocol (one per process)."""
-    from ...registry import load
-
-    spec = load(protocol)
-    if not isinstance(spec, Spec010):
+    if family_of(protocol) != "amqp010":  # (ValueError for a protocol nobody knows)
         raise LocalProtocolError(f"{protocol} is not AMQP 0-10")
-    return Codec(spec)
+    return Codec(load(protocol))

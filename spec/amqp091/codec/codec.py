@@ -21,7 +21,7 @@ from ...errors import (
     UnexpectedFrameError,
     UnknownMethodError,
 )
-from ...registry import DEFAULT_PROTOCOL
+from ...protocols import DEFAULT_PROTOCOL
 from ..asserts import check_frame
 from ..loader import load
 from ..model import ZERO_VALUES, AmqpClass, Method, Spec

@@ -7,7 +7,8 @@ import struct
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from ..model import Spec100
+from ...protocols import family_of
+from ..model import Spec100, load
 from .decode import Decoder
 from .encode import Encoder
 from .errors import DecodeError, FramingError, LocalProtocolError
@@ -167,9 +168,6 @@ class Codec:
 @functools.cache
 def codec_for(protocol: str = "1.0") -> Codec:
     """The codec of a registered 1.0 protocol (one per process)."""
-    from ...registry import load
-
-    spec = load(protocol)
-    if not isinstance(spec, Spec100):
+    if family_of(protocol) != "amqp10":  # (ValueError for a protocol nobody knows)
         raise LocalProtocolError(f"{protocol} is not AMQP 1.0")
-    return Codec(spec)
+    return Codec(load(protocol))

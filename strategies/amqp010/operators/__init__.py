@@ -9,7 +9,7 @@ import functools
 
 from amqpfuzz.spec.amqp010.model import Spec010
 
-from ..operator import Operator
+from ...operator import Operator
 from . import assembly, encoding, framing, state  # noqa: F401 - they register their operators
 from .common import OPERATORS
 

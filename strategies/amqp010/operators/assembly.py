@@ -16,8 +16,10 @@ from amqpfuzz.spec.amqp010.codec import (
     raw,
 )
 
+from ...cases import Placement
+from ...operator import Built
 from ...source import Source
-from ..operator import Built, Context
+from ..context import Context
 from .common import command, operator
 
 __all__: list[str] = []
@@ -128,7 +130,7 @@ def _segments_after(src: Source, ctx: Context, what: str) -> Built:
     "assembly",
 )
 def header_on_non_transfer(src: Source, ctx: Context) -> Built:
-    return _segments_after(src, ctx, "header")
+    return _segments_after(src, ctx, Placement.HEADER)
 
 
 @operator(

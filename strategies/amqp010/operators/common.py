@@ -8,14 +8,14 @@ from collections.abc import Sequence
 from amqpfuzz.spec.amqp010.codec import Command, raw
 from amqpfuzz.spec.amqp010.codec.types import FieldPlan, Layout
 
-from ...building import registrar
+from ...operator import Operator, registrar
 from ...source import Source
-from ..operator import Context, Operator
+from ..context import CODES, Context
 
 __all__ = ["OPERATORS", "command", "operator", "payload", "segment"]
 
 OPERATORS: list[Operator] = []
-operator = registrar(OPERATORS, Operator)
+operator = registrar(OPERATORS, CODES, scoped=True)
 
 
 def command(src: Source, ctx: Context, names: Sequence[str] | None = None) -> Command:

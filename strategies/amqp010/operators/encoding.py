@@ -13,8 +13,9 @@ from collections.abc import Callable
 from amqpfuzz.spec.amqp010.codec import raw
 from amqpfuzz.spec.amqp010.codec.types import FieldPlan
 
+from ...operator import Built
 from ...source import Source
-from ..operator import Built, Context
+from ..context import Context
 from .common import command, operator, payload, segment
 
 __all__: list[str] = []

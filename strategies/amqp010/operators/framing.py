@@ -7,8 +7,9 @@ from __future__ import annotations
 
 from amqpfuzz.spec.amqp010.codec import WHOLE, raw
 
+from ...operator import Built
 from ...source import Source
-from ..operator import Built, Context
+from ..context import Context
 from .common import command, operator
 
 __all__: list[str] = []

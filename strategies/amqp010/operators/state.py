@@ -10,8 +10,10 @@ from __future__ import annotations
 
 from amqpfuzz.spec.amqp010.codec import raw
 
+from ...cases import Placement
+from ...operator import Built
 from ...source import Source
-from ..operator import Built, Context
+from ..context import Context
 from .common import command, operator
 
 __all__: list[str] = []
@@ -27,7 +29,7 @@ __all__: list[str] = []
 )
 def command_before_attach(src: Source, ctx: Context) -> Built:
     item = command(src, ctx)
-    return Built((ctx.wire(item),), item.name, "no session attached", "fresh")
+    return Built((ctx.wire(item),), item.name, "no session attached", Placement.FRESH)
 
 
 @operator(
@@ -41,7 +43,7 @@ def command_before_attach(src: Source, ctx: Context) -> Built:
 def gap_before_attach(src: Source, ctx: Context) -> Built:
     lower = src.uint(16)
     gap = ctx.control("session.gap", commands=[(lower, lower + src.below(16))])
-    return Built((gap,), "session.gap", "no session attached", "fresh")
+    return Built((gap,), "session.gap", "no session attached", Placement.FRESH)
 
 
 @operator(
@@ -57,7 +59,7 @@ def command_before_command_point(src: Source, ctx: Context) -> Built:
     name = ctx.name(src, "session").encode()
     attach = ctx.control("session.attach", name=name)
     item = command(src, ctx)
-    return Built((attach, ctx.wire(item)), item.name, "no command-point", "fresh")
+    return Built((attach, ctx.wire(item)), item.name, "no command-point", Placement.FRESH)
 
 
 @operator(
@@ -89,4 +91,4 @@ def protocol_header_wrong(src: Source, ctx: Context) -> Built:
     octets[where] = (octets[where] + 1 + src.below(254)) & 0xFF
     header = raw.header(octets[0], octets[1], octets[2], octets[3])
     label = "protocol header AMQP " + " ".join(map(str, octets))
-    return Built((ctx.raw(header, label, channel=0),), "connection.start", label, "header")
+    return Built((ctx.raw(header, label, channel=0),), "connection.start", label, Placement.HEADER)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from amqpfuzz.spec.amqp091 import Spec
 
-from ..operator import Operator
+from ...operator import Operator
 from . import arguments, channels, content, framing, rules
 
 __all__ = ["CATALOGUE", "catalogue"]

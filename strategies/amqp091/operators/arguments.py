@@ -9,15 +9,15 @@ from amqpfuzz.spec.amqp091.asserts import limits, violation
 from amqpfuzz.spec.amqp091.codec import MethodFrame, raw
 from amqpfuzz.spec.amqp091.codec.tables import DIALECTS, MAX_DEPTH
 
-from ...building import registrar
+from ...operator import Built, Operator, registrar
+from ..context import CODES, Context
 from ..frames import ENTITY_DOMAINS
-from ..operator import Built, Context, Operator
 from ..source import Source
 from ..wire import CASE_CHANNEL, WireFrame
 from .common import base_frame, bytes_except, with_setup
 
 OPERATORS: list[Operator] = []
-operator = registrar(OPERATORS, Operator)
+operator = registrar(OPERATORS, CODES)
 
 
 @operator(

@@ -7,13 +7,14 @@ from __future__ import annotations
 
 from amqpfuzz.spec.amqp091.codec import MethodFrame
 
-from ...building import registrar
-from ..operator import Built, Context, Operator
+from ...cases import Placement
+from ...operator import Built, Operator, registrar
+from ..context import CODES, Context
 from ..source import Source
 from ..wire import CASE_CHANNEL
 
 OPERATORS: list[Operator] = []
-operator = registrar(OPERATORS, Operator)
+operator = registrar(OPERATORS, CODES)
 
 
 @operator(
@@ -29,7 +30,7 @@ def closed_channel(src: Source, ctx: Context) -> Built:
         (ctx.wire(frame), *ctx.completion(frame)),
         frame.name,
         "on a channel that is not open",
-        channel="closed",
+        placement=Placement.CLOSED,
         frames=(frame,),
     )
 
@@ -46,7 +47,7 @@ def before_open(src: Source, ctx: Context) -> Built:
     opener = ctx.codec.method("channel.open", CASE_CHANNEL)
     note = f"{first.name} before channel.open"
     steps = (ctx.wire(first), *ctx.completion(first), ctx.wire(opener))
-    return Built(steps, first.name, note, channel="closed", frames=(first, opener))
+    return Built(steps, first.name, note, placement=Placement.CLOSED, frames=(first, opener))
 
 
 @operator(
@@ -93,6 +94,6 @@ def channel_zero(src: Source, ctx: Context) -> Built:
         (ctx.wire(frame),),
         frame.name,
         "channel method on channel 0",
-        channel="none",
+        placement=Placement.NONE,
         frames=(frame,),
     )

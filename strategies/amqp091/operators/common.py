@@ -6,7 +6,7 @@ import functools
 
 from amqpfuzz.spec.amqp091.codec import MethodFrame, raw
 
-from ..operator import Context
+from ..context import Context
 from ..source import Source
 from ..wire import CASE_CHANNEL, WireFrame
 

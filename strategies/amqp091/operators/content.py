@@ -4,15 +4,15 @@ from __future__ import annotations
 
 from amqpfuzz.spec.amqp091.codec import ContentBody, ContentHeader, Frame, MethodFrame, raw
 
-from ...building import registrar
+from ...operator import Built, Operator, registrar
+from ..context import CODES, Context
 from ..frames import body_size, content_builder
-from ..operator import Built, Context, Operator
 from ..source import Source
 from ..wire import CASE_CHANNEL, WireFrame
 from .common import publish_frame
 
 OPERATORS: list[Operator] = []
-operator = registrar(OPERATORS, Operator)
+operator = registrar(OPERATORS, CODES)
 
 
 def _content(

@@ -6,14 +6,15 @@ from __future__ import annotations
 
 from amqpfuzz.spec.amqp091.codec import ContentHeader
 
-from ...building import registrar
-from ..operator import Built, Context, Operator
+from ...cases import Placement
+from ...operator import Built, Operator, registrar
+from ..context import CODES, Context
 from ..source import Source
 from ..wire import CASE_CHANNEL, WireFrame
 from .common import END, base_frame, bytes_except, not_end, publish_frame, with_setup
 
 OPERATORS: list[Operator] = []
-operator = registrar(OPERATORS, Operator)
+operator = registrar(OPERATORS, CODES)
 
 
 @operator(
@@ -129,7 +130,7 @@ def heartbeat_payload(src: Source, ctx: Context) -> Built:
     payload = src.take(src.between(1, 16))
     label = f"heartbeat() with a {len(payload)}-byte payload"
     step = WireFrame(ctx.codec.frame_heartbeat, 0, payload, note=label)
-    return Built((step,), "heartbeat", "heartbeat with payload", channel="none")
+    return Built((step,), "heartbeat", "heartbeat with payload", placement=Placement.NONE)
 
 
 @operator(

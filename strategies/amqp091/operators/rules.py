@@ -10,14 +10,15 @@ import functools
 from amqpfuzz.spec.amqp091 import Field, Method, Spec
 from amqpfuzz.spec.amqp091.codec import MethodFrame
 
-from ...building import registrar
+from ...cases import Placement
+from ...operator import Built, Operator, registrar
+from ..context import CODES, Context
 from ..frames import ENTITY_DOMAINS, ZERO
-from ..operator import Built, Context, Operator
 from ..source import Source
 from ..wire import CASE_CHANNEL
 
 OPERATORS: list[Operator] = []
-operator = registrar(OPERATORS, Operator)
+operator = registrar(OPERATORS, CODES)
 
 
 @functools.cache
@@ -89,7 +90,7 @@ def _entity_case(src: Source, ctx: Context) -> Built:
             values[i] = missing
     broken = MethodFrame(CASE_CHANNEL, method, tuple(values))
     steps = (*ctx.setup(broken, frozenset({missing})), ctx.wire(broken), *ctx.completion(broken))
-    return Built(steps, ref, f"breaks rule {ref}", channel="fresh", frames=(broken,))
+    return Built(steps, ref, f"breaks rule {ref}", placement=Placement.FRESH, frames=(broken,))
 
 
 @operator(
@@ -118,7 +119,9 @@ def reserved_name(src: Source, ctx: Context) -> Built:
     index = method.fields.index(rule_field) if rule_field is not None else 0
     values[index] = "amq." + ctx.fresh_name(src)  # ours, if a lenient broker declares it
     broken = MethodFrame(CASE_CHANNEL, method, tuple(values))
-    return Built((ctx.wire(broken),), ref, f"breaks rule {ref}", channel="fresh", frames=(broken,))
+    return Built(
+        (ctx.wire(broken),), ref, f"breaks rule {ref}", placement=Placement.FRESH, frames=(broken,)
+    )
 
 
 @operator(
@@ -132,7 +135,9 @@ def reserved_name(src: Source, ctx: Context) -> Built:
 def not_transacted(src: Source, ctx: Context) -> Built:
     method, _, ref = src.pick(_transacted_rules(ctx.spec))
     frame = ctx.frame_of(src, (method,))
-    return Built((ctx.wire(frame),), ref, f"breaks rule {ref}", channel="fresh", frames=(frame,))
+    return Built(
+        (ctx.wire(frame),), ref, f"breaks rule {ref}", placement=Placement.FRESH, frames=(frame,)
+    )
 
 
 @operator(
@@ -150,4 +155,6 @@ def unknown_delivery_tag(src: Source, ctx: Context) -> Built:
         for f, v in zip(method.fields, _plain(method), strict=True)
     ]
     broken = MethodFrame(CASE_CHANNEL, method, tuple(values))
-    return Built((ctx.wire(broken),), ref, f"breaks rule {ref}", channel="fresh", frames=(broken,))
+    return Built(
+        (ctx.wire(broken),), ref, f"breaks rule {ref}", placement=Placement.FRESH, frames=(broken,)
+    )

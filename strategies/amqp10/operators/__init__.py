@@ -9,7 +9,7 @@ import functools
 
 from amqpfuzz.spec.amqp10 import Spec100
 
-from ..operator import Operator
+from ...operator import Operator
 from . import encoding, framing, semantics, state  # noqa: F401 - they register their operators
 from .common import OPERATORS
 

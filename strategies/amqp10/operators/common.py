@@ -5,14 +5,14 @@ from __future__ import annotations
 
 from amqpfuzz.spec.amqp10.codec import Composite, raw
 
-from ...building import registrar
+from ...operator import Operator, registrar
 from ...source import Source
-from ..operator import Context, Operator
+from ..context import CODES, Context
 
 __all__ = ["OPERATORS", "Parts", "operator", "parts", "session_frame"]
 
 OPERATORS: list[Operator] = []
-operator = registrar(OPERATORS, Operator)
+operator = registrar(OPERATORS, CODES, scoped=True)
 
 
 class Parts:

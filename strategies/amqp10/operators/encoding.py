@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from amqpfuzz.spec.amqp10.codec import MAX_DEPTH, Composite, raw
 
+from ...operator import Built
 from ...source import Source
-from ..operator import Built, Context
+from ..context import Context
 from ..wire import Wire
 from .common import Parts, operator, parts
 

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 from amqpfuzz.spec.amqp10.codec import MIN_MAX_FRAME_SIZE, Symbol, raw
 
+from ...cases import Placement
+from ...operator import Built
 from ...source import Source
-from ..operator import Built, Context
+from ..context import Context
 from .common import operator, session_frame
 
 __all__: list[str] = []
@@ -136,7 +138,7 @@ def early_large_frame(src: Source, ctx: Context) -> Built:
     padding = "p" * (MIN_MAX_FRAME_SIZE + src.below(256))
     opened = ctx.codec.composite("open", container_id=ctx.name(src, "container"), hostname=padding)
     wire = ctx.wire(opened, f"open of {MIN_MAX_FRAME_SIZE}+ octets", channel=0)
-    return Built((wire,), "open", f"open of {len(wire.data)} octets", placement="start")
+    return Built((wire,), "open", f"open of {len(wire.data)} octets", placement=Placement.START)
 
 
 @operator(
@@ -176,4 +178,4 @@ def bad_protocol_header(src: Source, ctx: Context) -> Built:
         )
     )
     wire = ctx.raw(header, f"protocol header {header!r}", channel=0)
-    return Built((wire,), "header", f"header {header[:8]!r}", placement="header")
+    return Built((wire,), "header", f"header {header[:8]!r}", placement=Placement.HEADER)

@@ -6,8 +6,10 @@ from __future__ import annotations
 
 from amqpfuzz.spec.amqp10.codec import UInt
 
+from ...cases import Placement
+from ...operator import Built
 from ...source import Source
-from ..operator import Built, Context
+from ..context import Context
 from .common import operator, session_frame
 
 __all__: list[str] = []
@@ -25,7 +27,7 @@ __all__: list[str] = []
 )
 def no_session(src: Source, ctx: Context) -> Built:
     frame = session_frame(src, ctx)
-    return Built((ctx.wire(frame),), frame.name, "on a channel with no session", "fresh")
+    return Built((ctx.wire(frame),), frame.name, "on a channel with no session", Placement.FRESH)
 
 
 @operator(

@@ -6,8 +6,10 @@ from __future__ import annotations
 
 from amqpfuzz.spec.amqp10.codec import Header
 
+from ...cases import Placement
+from ...operator import Built
 from ...source import Source
-from ..operator import Built, Context
+from ..context import Context
 from .common import operator
 
 __all__: list[str] = []
@@ -25,7 +27,7 @@ __all__: list[str] = []
 )
 def before_open(src: Source, ctx: Context) -> Built:
     steps = (ctx.wire(ctx.begin(), channel=0), ctx.wire(ctx.open(src), channel=0))
-    return Built(steps, "begin", "before open", placement="start")
+    return Built(steps, "begin", "before open", placement=Placement.START)
 
 
 @operator(
@@ -39,7 +41,7 @@ def before_open(src: Source, ctx: Context) -> Built:
     or_reply=True,
 )
 def open_twice(src: Source, ctx: Context) -> Built:
-    return Built((ctx.wire(ctx.open(src), channel=0),), "open", "a second open", "none")
+    return Built((ctx.wire(ctx.open(src), channel=0),), "open", "a second open", Placement.NONE)
 
 
 @operator(
@@ -58,7 +60,7 @@ def after_close(src: Source, ctx: Context) -> Built:
         ctx.wire(ctx.begin(), channel=1),
         ctx.wire(ctx.attach(src), channel=1),
     )
-    return Built(steps, "close", "frames after close", "none")
+    return Built(steps, "close", "frames after close", Placement.NONE)
 
 
 @operator(
@@ -82,4 +84,4 @@ def header_after_failed_sasl(src: Source, ctx: Context) -> Built:
         ctx.raw(Header(0).encode(), "AMQP protocol header", channel=0),
         ctx.wire(ctx.open(src), channel=0),
     )
-    return Built(steps, "sasl-outcome", "AMQP after a failed SASL outcome", "header")
+    return Built(steps, "sasl-outcome", "AMQP after a failed SASL outcome", Placement.HEADER)

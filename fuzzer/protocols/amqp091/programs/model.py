@@ -40,7 +40,8 @@ import pika.exceptions
 from amqpfuzz.spec.amqp091.codec import MethodFrame
 
 from ....brokers import Target
-from ...base import Broken, Outcome
+from ...family import Broken
+from ...outcome import Outcome
 from ..connection import Connection
 from .clients import Clients
 from .ledger import Ledger, Problem, Stored

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ....brokers import Target
-from ...base import Broken, ProgramStep
+from ...family import Broken, ProgramStep
 from .model import Program
 
 __all__ = ["replay_program"]

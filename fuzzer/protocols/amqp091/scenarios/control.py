@@ -7,20 +7,18 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from amqpfuzz.scenarios import Step
-from amqpfuzz.spec import AmqpfuzzError
+from amqpfuzz.scenarios import Step, handles
+from amqpfuzz.spec import AmqpfuzzError, OutcomeKind, Scope
 
-from ...base import describe
-from ...base import reaction_record as observed
-from .state import (
-    PlayerState,
-    StepFailed,
-)
+from ...outcome import Outcome
+from ...playing import StepFailed
+from .state import PlayerState
 
 __all__ = ["ControlSteps"]
 
 
-class ControlSteps(PlayerState):
+class ControlSteps(PlayerState, part=True):
+    @handles("restart_broker")
     def _step_restart_broker(self, step: Step, args: Mapping[str, Any]) -> None:
         if self.broker is None:
             raise AmqpfuzzError("restart_broker needs a throwaway broker")
@@ -29,13 +27,16 @@ class ControlSteps(PlayerState):
         self.connections.clear()
         self.broker.restart()
 
+    @handles("wait")
     def _step_wait(self, step: Step, args: Mapping[str, Any]) -> None:
         time.sleep(float(args["seconds"]))
 
+    @handles("repeat")
     def _step_repeat(self, step: Step, args: Mapping[str, Any]) -> None:
         for _ in self._rounds(int(args["times"])):
             self.run(step.steps)
 
+    @handles("eventually")
     def _step_eventually(self, step: Step, args: Mapping[str, Any]) -> None:
         deadline = time.monotonic() + float(args.get("within", 2.0))
         while True:
@@ -47,6 +48,7 @@ class ControlSteps(PlayerState):
                     raise
             time.sleep(0.05)
 
+    @handles("until_limit")
     def _step_until_limit(self, step: Step, args: Mapping[str, Any]) -> None:
         most, least = int(args["max"]), int(args.get("at_least", 0))
         close = args.get("expect_close")
@@ -55,27 +57,28 @@ class ControlSteps(PlayerState):
             try:
                 self.run(step.steps)
             except StepFailed as failed:
-                refused = failed.observed["outcome"] in ("channel-close", "connection-close")
+                closes = (OutcomeKind.CHANNEL_CLOSE, OutcomeKind.CONNECTION_CLOSE)
+                refused = failed.observed.kind in closes
                 if close is not None:
                     code = close.get("code")
-                    refused = refused and failed.observed["outcome"] == f"{close['close']}-close"
+                    refused = refused and failed.observed.kind == Scope(close["close"]).close
                     if code is not None:
                         refused = refused and (
-                            failed.observed["reply_code"] == self.spec.constant(code).value
+                            failed.observed.reply_code == self.spec.constant(code).value
                         )
                 if not refused:
                     raise
-                self.notes["refused"] = describe(failed.observed)
+                self.notes["refused"] = failed.observed.described()
                 break
             done += 1
         self.notes["count"] = done
-        expected = observed("count", reply=f">= {least}")
-        seen = observed("count", reply=str(done))
+        expected = Outcome(OutcomeKind.COUNT, reply=f">= {least}")
+        seen = Outcome(OutcomeKind.COUNT, reply=str(done))
         if done < least:
-            raise self._fail(
+            raise self.failed(
                 step,
                 f"the broker refused after {done} rounds; at least {least} are required",
                 expected,
                 seen,
             )
-        self._checked(expected, seen)
+        self.checked(expected, seen)

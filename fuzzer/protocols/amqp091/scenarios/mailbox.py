@@ -22,7 +22,7 @@ from amqpfuzz.spec.amqp091.codec import (
     ProtocolHeader,
 )
 
-from ...base import Outcome
+from ...outcome import Outcome
 from ..connection import Connection, closed_by
 
 __all__ = ["Mailbox", "Message"]

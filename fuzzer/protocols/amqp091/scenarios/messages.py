@@ -6,11 +6,11 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from amqpfuzz.scenarios import Step
+from amqpfuzz.scenarios import Step, handles
+from amqpfuzz.spec import OutcomeKind
 from amqpfuzz.spec.amqp091.codec import Frame
 
-from ...base import describe
-from ...base import reaction_record as observed
+from ...outcome import Outcome
 from .mailbox import Mailbox, Message
 from .state import (
     SINGULAR,
@@ -23,7 +23,8 @@ from .state import (
 __all__ = ["MessageSteps"]
 
 
-class MessageSteps(PlayerState):
+class MessageSteps(PlayerState, part=True):
+    @handles("publish")
     def _step_publish(self, step: Step, args: Mapping[str, Any]) -> None:
         mailbox = self.mailbox(step, args["connection"])
         channel = args["channel"]
@@ -36,13 +37,14 @@ class MessageSteps(PlayerState):
         frame = self._method(channel, "basic.publish", arguments)
         self._send(mailbox, [frame, *self._content(mailbox, channel, args, "basic")])
 
+    @handles("get")
     def _step_get(self, step: Step, args: Mapping[str, Any]) -> None:
         mailbox = self.mailbox(step, args["connection"])
         channel = args["channel"]
         arguments = {"queue": args["queue"], "no_ack": bool(args.get("no_ack", True))}
         want = args.get("expect")
         reply = "basic.get-empty" if want in (None, "empty") else "basic.get-ok"
-        expected = observed("reply", reply=reply)
+        expected = Outcome(OutcomeKind.REPLY, reply=reply)
         until = time.monotonic() + float(args.get("within", 1.0))
         while True:  # a message expected may be on its way: asked for again until `within`
             self._send(mailbox, [self._method(channel, "basic.get", arguments)])
@@ -53,19 +55,20 @@ class MessageSteps(PlayerState):
             time.sleep(0.02)
         seen = reaction_of_message(message) if message is not None else self._ended(mailbox)
         if message is None or message.name not in ("basic.get-ok", "basic.get-empty"):
-            raise self._fail(step, f"expected {reply}, got {describe(seen)}", expected, seen)
+            raise self.failed(step, f"expected {reply}, got {seen.described()}", expected, seen)
         self.notes.setdefault("got", []).append(summary_of(message))
         if want is None:
-            self._checked(observed("reply", reply=message.name), seen)
+            self.checked(Outcome(OutcomeKind.REPLY, reply=message.name), seen)
             return
         if message.name != reply:
-            raise self._fail(step, f"expected {reply}, got {message.name}", expected, seen)
+            raise self.failed(step, f"expected {reply}, got {message.name}", expected, seen)
         if isinstance(want, Mapping):
             problem = message_mismatch(message, want)
             if problem:
-                raise self._fail(step, f"basic.get-ok: {problem}", expected, seen)
-        self._checked(expected, seen)
+                raise self.failed(step, f"basic.get-ok: {problem}", expected, seen)
+        self.checked(expected, seen)
 
+    @handles("consume")
     def _step_consume(self, step: Step, args: Mapping[str, Any]) -> None:
         mailbox = self.mailbox(step, args["connection"])
         channel = args["channel"]
@@ -81,6 +84,7 @@ class MessageSteps(PlayerState):
         self._send(mailbox, [self._method(channel, "basic.consume", arguments)])
         self._reply(step, mailbox, channel, "basic.consume-ok")
 
+    @handles("deliveries")
     def _step_deliveries(self, step: Step, args: Mapping[str, Any]) -> None:
         mailbox = self.mailbox(step, args["connection"])
         channel, count, tag = args["channel"], args["count"], args.get("tag")
@@ -97,12 +101,12 @@ class MessageSteps(PlayerState):
         mailbox.wait_for(lambda: len(new()) > count, 0.1 if count else within)
         got = new()
         self.cursors[key] = len(mailbox.deliveries.get(channel, []))
-        expected = observed("deliveries", reply=str(count))
-        seen = observed("deliveries", reply=str(len(got)))
+        expected = Outcome(OutcomeKind.DELIVERIES, reply=str(count))
+        seen = Outcome(OutcomeKind.DELIVERIES, reply=str(len(got)))
         self.notes.setdefault("delivered", []).append([summary_of(m) for m in got])
         if len(got) != count:
             bodies = [m.body.decode("utf-8", "replace") for m in got]
-            raise self._fail(
+            raise self.failed(
                 step,
                 f"expected {count} deliveries within {within:g} s, got {len(got)} {bodies}",
                 expected,
@@ -114,29 +118,32 @@ class MessageSteps(PlayerState):
             for index, (message, want) in enumerate(zip(got, args.get(key_name, ()), strict=True)):
                 problem = message_mismatch(message, {SINGULAR[key_name]: want})
                 if problem:
-                    raise self._fail(step, f"delivery {index + 1}: {problem}", expected, seen)
-        self._checked(expected, seen)
+                    raise self.failed(step, f"delivery {index + 1}: {problem}", expected, seen)
+        self.checked(expected, seen)
 
     def _tags(self, step: Step, mailbox: Mailbox, channel: int, delivery: Any) -> list[int]:
         received = mailbox.received.get(channel, [])
         if not received or (isinstance(delivery, int) and delivery > len(received)):
-            raise self._fail(
+            raise self.failed(
                 step,
                 f"no delivery {delivery} to settle on channel {channel} ({len(received)} received)",
-                observed("reply", reply="basic.deliver"),
-                observed("nothing"),
+                Outcome(OutcomeKind.REPLY, reply="basic.deliver"),
+                Outcome(OutcomeKind.NOTHING),
             )
         if delivery == "all":
             return [int(m["delivery_tag"]) for m in received]
         message = received[-1] if delivery == "last" else received[delivery - 1]
         return [int(message["delivery_tag"])]
 
+    @handles("ack")
     def _step_ack(self, step: Step, args: Mapping[str, Any]) -> None:
         self._settle(step, args, "basic.ack", {"multiple": bool(args.get("multiple", False))})
 
+    @handles("reject")
     def _step_reject(self, step: Step, args: Mapping[str, Any]) -> None:
         self._settle(step, args, "basic.reject", {"requeue": bool(args.get("requeue", False))})
 
+    @handles("nack")
     def _step_nack(self, step: Step, args: Mapping[str, Any]) -> None:
         extra = {
             "requeue": bool(args.get("requeue", False)),

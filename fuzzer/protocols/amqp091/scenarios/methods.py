@@ -6,12 +6,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from amqpfuzz.scenarios import Step
-from amqpfuzz.spec import AmqpfuzzError
+from amqpfuzz.scenarios import Step, handles
+from amqpfuzz.spec import AmqpfuzzError, OutcomeKind, Scope
 from amqpfuzz.spec.amqp091.codec import Frame, MethodFrame
 
-from ...base import describe
-from ...base import reaction_record as observed
+from ...outcome import Outcome
 from .mailbox import Mailbox, Message
 from .state import (
     PlayerState,
@@ -22,7 +21,8 @@ from .state import (
 __all__ = ["MethodSteps"]
 
 
-class MethodSteps(PlayerState):
+class MethodSteps(PlayerState, part=True):
+    @handles("send")
     def _step_send(self, step: Step, args: Mapping[str, Any]) -> None:
         mailbox = self.mailbox(step, args["connection"])
         channel = args["channel"]
@@ -58,6 +58,7 @@ class MethodSteps(PlayerState):
             f"{self.scenario.path}: cannot pad {frame.name} to exactly {size} octets"
         )
 
+    @handles("expect")
     def _step_expect(self, step: Step, args: Mapping[str, Any]) -> None:
         mailbox = self.mailbox(step, args["connection"])
         if "reply" in args:
@@ -77,32 +78,32 @@ class MethodSteps(PlayerState):
                 value = value.decode("utf-8", "replace")
             problem = mismatch(value, want)
             if problem:
-                raise self._fail(
+                raise self.failed(
                     step,
                     f"{message.name} {name}: {problem}",
-                    observed("reply", reply=message.name),
-                    observed("reply", reply=message.name),
+                    Outcome(OutcomeKind.REPLY, reply=message.name),
+                    Outcome(OutcomeKind.REPLY, reply=message.name),
                 )
 
     def _close(self, step: Step, mailbox: Mailbox, args: Mapping[str, Any]) -> None:
         kind = args["close"]
         code = args.get("code")
         value = self.spec.constant(code).value if code else None
-        expected = observed(f"{kind}-close", value)
+        expected = Outcome(Scope(kind).close, value)
         channel = args.get("channel")
         if kind == "channel":
             message = mailbox.next_reply(args["channel"], self.timeout)
             seen = reaction_of_message(message) if message is not None else self._ended(mailbox)
         else:
             seen = self._connection_closed(mailbox, channel)
-        self._checked(expected, seen)
-        wanted = f"{kind}-close" + (f" {value} {code}" if code else "")
-        if seen["outcome"] != expected["outcome"]:
-            raise self._fail(step, f"expected {wanted}, got {describe(seen)}", expected, seen)
-        if value is not None and seen["reply_code"] != value:
-            raise self._fail(step, f"expected {wanted}, got {describe(seen)}", expected, seen)
+        self.checked(expected, seen)
+        wanted = f"{Scope(kind).close}" + (f" {value} {code}" if code else "")
+        if seen.kind != expected.kind:
+            raise self.failed(step, f"expected {wanted}, got {seen.described()}", expected, seen)
+        if value is not None and seen.reply_code != value:
+            raise self.failed(step, f"expected {wanted}, got {seen.described()}", expected, seen)
 
-    def _connection_closed(self, mailbox: Mailbox, channel: int | None) -> dict[str, Any]:
+    def _connection_closed(self, mailbox: Mailbox, channel: int | None) -> Outcome:
         """Wait for the connection to end; a reply first (on ``channel``, or on any channel
         if none is given) is what came instead."""
         instead: list[Message] = []
@@ -121,7 +122,7 @@ class MethodSteps(PlayerState):
         return self._ended(mailbox)
 
     def _nothing(self, step: Step, mailbox: Mailbox, channel: int | None, seconds: float) -> None:
-        expected = observed("nothing")
+        expected = Outcome(OutcomeKind.NOTHING)
         before = mailbox.frames
 
         def arrived() -> bool:
@@ -133,12 +134,12 @@ class MethodSteps(PlayerState):
             pending = mailbox.replies.get(channel if channel is not None else 0)
             seen = reaction_of_message(pending[0]) if pending else self._ended(mailbox)
             if mailbox.ended is None and not pending:
-                seen = observed("frame")
+                seen = Outcome(OutcomeKind.FRAME)
             where = f"channel {channel}" if channel is not None else "the connection"
-            raise self._fail(
+            raise self.failed(
                 step,
-                f"expected nothing on {where} for {seconds:g} s, got {describe(seen)}",
+                f"expected nothing on {where} for {seconds:g} s, got {seen.described()}",
                 expected,
                 seen,
             )
-        self._checked(expected, observed("nothing"))
+        self.checked(expected, Outcome(OutcomeKind.NOTHING))

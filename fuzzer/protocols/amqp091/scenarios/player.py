@@ -2,59 +2,29 @@
 
 A :class:`Player` runs the steps of a :class:`~amqpfuzz.scenarios.Scenario` in order on raw
 connections (sorted by :mod:`.mailbox`), so that a step can send what a client library would
-refuse; a handler per step kind (``_step_<kind>``, in :mod:`.connections`, :mod:`.methods`,
-:mod:`.messages` and :mod:`.control`) executes it. Whatever the ending, :meth:`Player.play`
-closes the connections and deletes the queues and exchanges the scenario declared (only names
-it made).
+refuse; a handler per step kind (in :mod:`.connections`, :mod:`.methods`, :mod:`.messages` and
+:mod:`.control`) executes it. Whatever the ending, :meth:`~...playing.StepPlayer.play` closes the
+connections and deletes the queues and exchanges the scenario declared (only names it made).
 """
 
 from __future__ import annotations
 
-import time
-
 from amqpfuzz.spec import AmqpfuzzError
 
-from ...base import Played
+from ...playing import Playing
 from ..connection import Connection
 from ..names import ours as ours_
 from .connections import ConnectionSteps
 from .control import ControlSteps
 from .messages import MessageSteps
 from .methods import MethodSteps
-from .state import StepFailed
 
-__all__ = ["Player"]
+__all__ = ["PLAYER", "Player"]
 
 
 class Player(ConnectionSteps, MethodSteps, MessageSteps, ControlSteps):
     """Plays one scenario on one target; ``broker`` (a throwaway broker) makes restarts
     possible. ``prefix`` starts every name the scenario creates."""
-
-    def play(self) -> Played:
-        started = time.monotonic()
-        try:
-            self.run(self.scenario.steps)
-            played = Played("pass", self.scenario.outcome)
-        except StepFailed as failed:
-            played = Played(
-                "fail",
-                failed.message,
-                failed.step.line,
-                failed.step.kind,
-                failed.expected,
-                failed.observed,
-            )
-        except AmqpfuzzError as exc:
-            played = Played("error", str(exc))
-        except Exception as exc:  # a defect of ours: this scenario errs, the run goes on
-            played = Played("error", f"internal error: {type(exc).__name__}: {exc}")
-        finally:
-            self.close()
-        if played.status == "pass":
-            played.expected, played.observed = self.expected, self.observed
-        played.notes = self.notes
-        played.duration = time.monotonic() - started
-        return played
 
     def close(self) -> None:
         """Close every connection, then delete what the scenario declared."""
@@ -77,3 +47,6 @@ class Player(ConnectionSteps, MethodSteps, MessageSteps, ControlSteps):
         connection.close()
         if left:  # the broker refused or did not answer: said in the record, not hidden
             self.notes["not_deleted"] = left
+
+
+PLAYER = Playing(Player)

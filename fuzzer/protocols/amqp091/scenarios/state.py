@@ -1,26 +1,25 @@
-"""What a scenario's steps share: the player's state, variables, sending, replies, failures.
+"""What a scenario's steps share: the player's state, sending, replies, failures.
 
-:class:`PlayerState` holds one scenario's connections (each a :class:`~.mailbox.Mailbox`), its
-variables and what it declared; the step handlers (:mod:`.connections`, :mod:`.methods`,
-:mod:`.messages`, :mod:`.control`) build on it. The first expectation that does not hold raises
-:class:`StepFailed`, naming the step, what was expected and what came.
+:class:`PlayerState` holds one scenario's connections (each a :class:`~.mailbox.Mailbox`) and
+what it declared; the step handlers (:mod:`.connections`, :mod:`.methods`, :mod:`.messages`,
+:mod:`.control`) build on it. The first expectation that does not hold raises
+:class:`~...playing.StepFailed`, naming the step, what was expected and what came.
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from amqpfuzz.scenarios import Scenario, Step
-from amqpfuzz.scenarios.steps import EXTENSIONS
+from amqpfuzz.scenarios.amqp091 import EXTENSIONS, LANGUAGE
+from amqpfuzz.spec import OutcomeKind
 from amqpfuzz.spec.amqp091 import Spec, load
 from amqpfuzz.spec.amqp091.codec import Frame, MethodFrame, ProtocolHeader, codec_for
 
 from ....brokers import Broker, Target
-from ...base import Outcome, describe
-from ...base import reaction_record as observed
-from ...playing import StepFailed
+from ...outcome import Outcome
+from ...playing import StepPlayer
 from ..connection import closed_by
 from .mailbox import Mailbox, Message
 
@@ -28,17 +27,12 @@ __all__ = [
     "PLAIN_CLIENT",
     "SINGULAR",
     "PlayerState",
-    "StepFailed",
     "codec_protocol",
     "message_mismatch",
     "mismatch",
-    "reaction_of",
     "reaction_of_message",
     "summary_of",
 ]
-
-
-_VARIABLE = re.compile(r"\$\{([^}]*)\}")
 
 
 # A scenario's connections are a plain client's: no extension announced (RabbitMQ would send
@@ -52,17 +46,15 @@ def codec_protocol(protocol: str) -> str:
     return EXTENSIONS.get(protocol, protocol)
 
 
-def reaction_of(outcome: Outcome) -> dict[str, Any]:
-    return observed(outcome.kind, outcome.reply_code, outcome.class_id, outcome.method_id)
-
-
-def reaction_of_message(message: Message) -> dict[str, Any]:
+def reaction_of_message(message: Message) -> Outcome:
+    """What a message that came says the broker did: a close, a protocol header, a reply."""
     frame = message.frame
     if isinstance(frame, MethodFrame) and frame.name in ("channel.close", "connection.close"):
-        return reaction_of(closed_by(frame))
+        closed = closed_by(frame)
+        return Outcome(closed.kind, closed.code, method=closed.method)
     if isinstance(frame, ProtocolHeader):
-        return observed("protocol-header", reply=repr(frame))
-    return observed("reply", reply=message.name)
+        return Outcome(OutcomeKind.PROTOCOL_HEADER, reply=repr(frame))
+    return Outcome(OutcomeKind.REPLY, reply=message.name)
 
 
 SINGULAR = {"bodies": "body", "redelivered": "redelivered", "properties": "properties"}
@@ -115,7 +107,12 @@ def mismatch(value: Any, want: Any) -> str | None:
     return None if value == want else f"{value!r}, expected {want!r}"
 
 
-class PlayerState:
+class PlayerState(StepPlayer, part=True):
+    """A 0-8/0-9/0-9-1 scenario's state: its connections, the models it speaks, what it
+    declared, the deliveries it has read."""
+
+    language = LANGUAGE
+
     def __init__(
         self,
         scenario: Scenario,
@@ -125,11 +122,7 @@ class PlayerState:
         timeout: float = 5.0,
         broker: Broker | None = None,
     ) -> None:
-        self.scenario = scenario
-        self.target = target
-        self.prefix = prefix
-        self.timeout = timeout
-        self.broker = broker
+        super().__init__(scenario, target, prefix=prefix, timeout=timeout, broker=broker)
         self.protocol = codec_protocol(scenario.protocol)
         self.spec: Spec = load(self.protocol)
         # frames are built and encoded with the model the file names them in (the protocol's
@@ -141,63 +134,28 @@ class PlayerState:
             m.full_name for m in self.base.spec.methods
         }
         self.connections: dict[str, Mailbox] = {}
-        self.variables: dict[str, Any] = {
-            "prefix": prefix,
-            "plain": f"\0{target.user}\0{target.password}",
-        }
+        self.variables["plain"] = f"\0{target.user}\0{target.password}"
         self.queues: set[str] = set()  # declared: deleted at the end if they carry the prefix
         self.exchanges: set[str] = set()
         self.given: set[str] = set()  # the names of the queues declared, as the broker said
         self.cursors: dict[tuple[str, int], int] = {}
-        self.expected = observed("reply")
-        self.observed = observed("reply")
-        self.notes: dict[str, Any] = {}
-        self._steps: Mapping[str, Callable[[Step, Mapping[str, Any]], None]] = {
-            name.removeprefix("_step_"): getattr(self, name)
-            for name in dir(self)
-            if name.startswith("_step_")
-        }
-
-    def run(self, steps: tuple[Step, ...]) -> None:
-        for step in steps:
-            self._steps[step.kind](step, self.resolve(step.args))
-
-    def resolve(self, value: Any) -> Any:
-        """``value`` with ``${name}`` variables substituted (a whole variable keeps its type),
-        read-only mappings and tuples made plain dicts and lists."""
-        if isinstance(value, str):
-            whole = _VARIABLE.fullmatch(value)
-            if whole and whole.group(1) in self.variables:
-                return self.variables[whole.group(1)]
-            return _VARIABLE.sub(lambda m: str(self.variables.get(m.group(1), m.group(0))), value)
-        if isinstance(value, Mapping):
-            return {str(k): self.resolve(v) for k, v in value.items()}
-        if isinstance(value, tuple | list):
-            return [self.resolve(v) for v in value]
-        return value
-
-    def _fail(
-        self, step: Step, message: str, expected: dict[str, Any], seen: dict[str, Any]
-    ) -> StepFailed:
-        self.expected, self.observed = expected, seen
-        return StepFailed(step, message, expected, seen)
-
-    def _checked(self, expected: dict[str, Any], seen: dict[str, Any]) -> None:
-        self.expected, self.observed = expected, seen
 
     def mailbox(self, step: Step, name: str) -> Mailbox:
         mailbox = self.connections.get(name)
         if mailbox is None:  # restarted broker: the connection is gone
-            raise self._fail(
+            raise self.failed(
                 step,
                 f"connection {name!r} was lost (the broker restarted)",
-                observed("reply"),
-                observed("socket-close"),
+                Outcome(OutcomeKind.REPLY),
+                Outcome(OutcomeKind.SOCKET_CLOSE),
             )
         return mailbox
 
-    def _ended(self, mailbox: Mailbox) -> dict[str, Any]:
-        return reaction_of(mailbox.ended) if mailbox.ended else observed("timeout")
+    def _ended(self, mailbox: Mailbox) -> Outcome:
+        if mailbox.ended is None:
+            return Outcome(OutcomeKind.TIMEOUT)
+        ended = mailbox.ended
+        return Outcome(ended.kind, ended.code, method=ended.method)
 
     def _send(self, mailbox: Mailbox, frames: list[Frame]) -> None:
         mailbox.connection.send(b"".join(self._encode(f) for f in frames))
@@ -231,21 +189,24 @@ class PlayerState:
         )
 
     def _reply(self, step: Step, mailbox: Mailbox, channel: int, name: str) -> Message:
-        expected = observed("reply", reply=name)
+        expected = Outcome(OutcomeKind.REPLY, reply=name)
         message = mailbox.next_reply(channel, self.timeout)
         if message is None:
             seen = self._ended(mailbox)
-            raise self._fail(
-                step, f"expected {name} on channel {channel}, got {describe(seen)}", expected, seen
+            raise self.failed(
+                step,
+                f"expected {name} on channel {channel}, got {seen.described()}",
+                expected,
+                seen,
             )
         seen = reaction_of_message(message)
         if message.name != name:
-            raise self._fail(
+            raise self.failed(
                 step, f"expected {name} on channel {channel}, got {message}", expected, seen
             )
         if name == "queue.declare-ok":  # the broker's name for our declaration, perhaps
             self.given.add(str(message["queue"]))
-        self._checked(expected, seen)
+        self.checked(expected, seen)
         return message
 
     def _rounds(self, count: int) -> Iterator[int]:

@@ -1,0 +1,116 @@
+"""The end of a run in the terminal: a table per target and the failure signatures in the order
+they were found, each with its replay command; and the run's exit status."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from ..engine.events import RunFinished
+from .console import BadInput
+
+__all__ = ["summarize", "summary_table"]
+
+
+def summary_table(
+    rows: list[dict[str, Any]], signatures: dict[str, tuple[int, str, float]]
+) -> list[Table]:
+    """The end-of-run tables: per target (with the broker's restarts), then the failure
+    signatures in the order they were found (seconds into the run), each with a replay
+    command."""
+    targets = Table(title="amqpfuzz run", title_justify="left")
+    for column in (
+        "target",
+        "cases",
+        "cases/s",
+        "programs",
+        "failures",
+        "known deviations",
+        "divergences",
+        "restarts",
+    ):
+        targets.add_column(column, justify="left" if column == "target" else "right")
+    for row in rows:
+        targets.add_row(
+            row["target"],
+            str(row["cases"]),
+            f"{row['rate']:.0f}",
+            str(row["programs"]),
+            str(row["failures"]),
+            str(row["xfails"]),
+            str(row["divergences"]),
+            str(row["restarts"]),
+        )
+    tables = [targets]
+    if signatures:
+        failures = Table(title="failures, as they were found", title_justify="left")
+        failures.add_column("found", justify="right")
+        failures.add_column("signature", overflow="fold")
+        failures.add_column("seen", justify="right")
+        failures.add_column("replay", overflow="fold")
+        for signature, (count, reproducer, found) in sorted(
+            signatures.items(), key=lambda item: (item[1][2], item[0])
+        ):
+            failures.add_row(
+                f"{found:.0f} s", signature, str(count), f"amqpfuzz replay {reproducer}"
+            )
+        tables.append(failures)
+    return tables
+
+
+def summarize(
+    finished: list[RunFinished],
+    errors: list[str],
+    interrupted: bool,
+    console: Console,
+    seed: int,
+    where: str = "records in the --out directory",
+) -> int:
+    """The end-of-run tables from the runs' summaries; the exit status."""
+    rows: dict[str, dict[str, Any]] = {}
+    signatures: dict[str, tuple[int, str, float]] = {}
+    down: list[str] = []
+    for run in finished:
+        for summary in run.targets:
+            row = rows.setdefault(
+                summary.label,
+                {
+                    "target": summary.label,
+                    "cases": 0,
+                    "programs": 0,
+                    "rate": 0.0,
+                    "failures": 0,
+                    "xfails": 0,
+                    "divergences": 0,
+                    "restarts": 0,
+                },
+            )
+            row["cases"] += summary.cases
+            row["programs"] += summary.programs
+            row["rate"] += summary.cases / max(summary.elapsed, 1e-9)
+            row["failures"] += summary.failures
+            row["xfails"] += summary.xfails
+            row["divergences"] += summary.divergences
+            row["restarts"] = max(row["restarts"], summary.restarts)  # one broker, many workers
+            for signature, count in summary.signatures.items():
+                seen, path, found = signatures.get(signature, (0, "", math.inf))
+                signatures[signature] = (
+                    seen + count,
+                    path or summary.reproducers.get(signature, ""),
+                    min(found, summary.first_seen.get(signature, math.inf)),
+                )
+            if summary.broker_down and summary.broker_down not in down:
+                down.append(summary.broker_down)
+    for table in summary_table(list(rows.values()), signatures):
+        console.print(table)
+    for message in down:
+        console.print(f"broker down: {message}", highlight=False)
+    console.print(f"seed {seed}; {where}", highlight=False)
+    if errors:
+        raise BadInput(errors[0])
+    if interrupted:
+        return 130
+    return 1 if signatures or down else 0

@@ -1,0 +1,80 @@
+"""The 0-10 family's object for the strategies layer (:data:`FAMILY`)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from hypothesis.errors import InvalidArgument
+
+from amqpfuzz.spec.amqp010.codec import MAX_FRAME_SIZE, Codec, codec_for
+
+from ..cases import Case
+from ..family import no_options
+from ..operator import Operator
+from ..source import Source
+from .context import Context
+from .operators import catalogue
+from .valid import case_commands, valid_builder
+
+__all__ = ["DEFAULT_FRAME", "FAMILY", "PROTOCOL", "Amqp010Strategies", "codec_of", "names_of"]
+
+PROTOCOL = "0-10"
+DEFAULT_FRAME = 65535
+
+
+def codec_of(protocol: str) -> Codec:
+    """The codec of ``protocol``, which must be 0-10 (InvalidArgument if not)."""
+    if protocol != PROTOCOL:
+        raise InvalidArgument(f"protocol={protocol!r}: the AMQP 0-10 family has only {PROTOCOL!r}")
+    return codec_for(protocol)
+
+
+def names_of(chosen: Sequence[str] | None, known: Sequence[str], what: str) -> tuple[str, ...]:
+    """``chosen`` (all of ``known`` by default), each one of ``known`` (InvalidArgument if
+    not)."""
+    picked = tuple(known) if chosen is None else tuple(chosen)
+    unknown = [n for n in picked if n not in known]
+    if not picked or unknown:
+        raise InvalidArgument(f"{what}={chosen!r}: 0-10 has {list(known)}")
+    return picked
+
+
+class Amqp010Strategies:
+    """0-10 cases read from blobs of 512 bytes: valid cases of the commands a server
+    implements, malformed ones of the catalogue."""
+
+    name = "amqp010"
+    blob = 512
+
+    def context(
+        self,
+        protocol: str,
+        *,
+        frame_max: int | None = None,
+        prefix: str | None = None,
+        **options: Any,
+    ) -> Context:
+        no_options(options, self.name)
+        codec = codec_of(protocol)
+        frame_max = DEFAULT_FRAME if frame_max is None else frame_max
+        low = codec.min_max_frame_size
+        if not isinstance(frame_max, int) or frame_max < low:
+            raise InvalidArgument(f"frame_max={frame_max!r}: at least {low} (MIN-MAX-FRAME-SIZE)")
+        if prefix is not None and not isinstance(prefix, str):
+            raise InvalidArgument(f"prefix={prefix!r}: a string or None")
+        # a frame's size is 16 bits: a larger maximum (the generic layer's default) allows all
+        return Context(codec.spec, codec, min(frame_max, MAX_FRAME_SIZE), prefix)
+
+    def catalogue(self, protocol: str) -> tuple[Operator, ...]:
+        return catalogue(codec_of(protocol).spec)
+
+    def case_methods(self, context: Context) -> tuple[str, ...]:
+        """The commands valid cases are drawn from."""
+        return case_commands(context)
+
+    def valid(self, context: Context, methods: Sequence[str] | None) -> Callable[[Source], Case]:
+        return valid_builder(context, names_of(methods, case_commands(context), "methods"))
+
+
+FAMILY = Amqp010Strategies()

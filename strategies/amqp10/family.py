@@ -1,0 +1,74 @@
+"""The 1.0 family's object for the strategies layer (:data:`FAMILY`)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from hypothesis.errors import InvalidArgument
+
+from amqpfuzz.spec.amqp10.codec import Codec, codec_for
+
+from ..cases import Case
+from ..family import no_options
+from ..operator import Operator
+from ..source import Source
+from .context import Context
+from .operators import catalogue
+from .valid import case_performatives, valid_builder
+
+__all__ = ["FAMILY", "MIN_FRAME", "PROTOCOL", "Amqp10Strategies", "codec_of"]
+
+PROTOCOL = "1.0"
+MIN_FRAME = 512  # MIN-MAX-FRAME-SIZE
+DEFAULT_FRAME = 131072
+
+
+def codec_of(protocol: str) -> Codec:
+    """The codec of ``protocol``, which must be 1.0 (InvalidArgument if not)."""
+    if protocol != PROTOCOL:
+        raise InvalidArgument(f"protocol={protocol!r}: the AMQP 1.0 family has only {PROTOCOL!r}")
+    return codec_for(protocol)
+
+
+class Amqp10Strategies:
+    """1.0 cases read from blobs of 512 bytes: valid cases of the performatives a client sends
+    on a session, malformed ones of the catalogue."""
+
+    name = "amqp10"
+    blob = 512
+
+    def context(
+        self,
+        protocol: str,
+        *,
+        frame_max: int | None = None,
+        prefix: str | None = None,
+        **options: Any,
+    ) -> Context:
+        no_options(options, self.name)
+        codec = codec_of(protocol)
+        frame_max = DEFAULT_FRAME if frame_max is None else frame_max
+        if not isinstance(frame_max, int) or not MIN_FRAME <= frame_max <= 0xFFFFFFFF:
+            raise InvalidArgument(f"frame_max={frame_max!r}: from {MIN_FRAME} to 4294967295")
+        if prefix is not None and not isinstance(prefix, str):
+            raise InvalidArgument(f"prefix={prefix!r}: a string or None")
+        return Context(codec.spec, codec, frame_max, prefix)
+
+    def catalogue(self, protocol: str) -> tuple[Operator, ...]:
+        return catalogue(codec_of(protocol).spec)
+
+    def case_methods(self, context: Context) -> tuple[str, ...]:
+        """The performatives valid cases are drawn from."""
+        return case_performatives(context)
+
+    def valid(self, context: Context, methods: Sequence[str] | None) -> Callable[[Source], Case]:
+        known = case_performatives(context)
+        chosen = known if methods is None else tuple(methods)
+        unknown = [m for m in chosen if m not in known]
+        if not chosen or unknown:
+            raise InvalidArgument(f"methods={methods!r}: valid 1.0 cases are of {list(known)}")
+        return valid_builder(context, chosen)
+
+
+FAMILY = Amqp10Strategies()

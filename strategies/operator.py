@@ -1,0 +1,253 @@
+"""What a mutation operator is, for every family: one :class:`Operator`, what its build function
+returns (:class:`Built`), and how operators are registered and read from a blob.
+
+An operator is a small object: a name, what it breaks, how, and the codes the specification
+requires in answer, by their names in the specification (0-9-1's reply-code constants, 1.0's
+error conditions, 0-10's close, detach and execution codes). A family says how those names are
+found in its model (a :class:`CodeBook`); what an error closes is the code's own scope (0-9-1's
+hard and soft errors) unless the operator names one (``scope``): a :class:`~amqpfuzz.spec.Scope`,
+``socket`` (the peer answers with its own protocol header and closes the socket) or ``ignore``
+(the specification says the peer ignores what was sent). Where the specification says a frame is
+wrong but names no reaction, ``or_reply`` marks that accepting it is conformant too (the peer must
+stay up). Its ``build`` reads the valid frames it starts from, and how it breaks them, from a
+:class:`~.source.Source`.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Collection, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any, Protocol, TypeVar
+
+from hypothesis.errors import InvalidArgument
+
+from amqpfuzz.spec import OutcomeKind, Scope
+
+from .cases import Case, Code, ErrorCode, Placement, Reaction, Step
+from .source import Source
+
+__all__ = [
+    "Built",
+    "CodeBook",
+    "Operator",
+    "Special",
+    "mixed_builder",
+    "pick_operator",
+    "registrar",
+    "selected",
+]
+
+
+class Special(StrEnum):
+    """Reactions that close no scope with a code."""
+
+    SOCKET = "socket"  # the peer's own protocol header, then the socket closed
+    IGNORE = "ignore"  # the peer ignores what was sent: the case is answered as if valid
+
+
+class CodeBook(Protocol):
+    """How a family's codes are found in its model, by their names in the specification."""
+
+    def names(self, spec: Any) -> Collection[str]:
+        """Every code name ``spec`` defines."""
+
+    def code(self, spec: Any, name: str) -> Code:
+        """The code ``name`` with the scope an error with it closes (KeyError if none)."""
+
+
+class Context(Protocol):
+    """What an operator's family gives it to draw from: at least the model."""
+
+    @property
+    def spec(self) -> Any: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Built:
+    """What an operator's build function returns: the broken steps, the member of the spec
+    they are about (a rule, for an operator that breaks rules), a note, where the case runs
+    (:attr:`Case.placement`), the valid frames they came from (0-9-1) and, where the
+    specification names a more specific code for this case, its name (0-9-1)."""
+
+    steps: tuple[Step, ...]
+    spec_ref: str
+    note: str
+    placement: Placement = Placement.OPEN
+    frames: tuple[Any, ...] = ()
+    codes: tuple[str, ...] = ()
+
+
+BuildFn = Callable[[Source, Any], Built]
+
+
+@dataclass(frozen=True)
+class Operator:
+    """A named way of breaking valid frames, and the reaction the specification requires.
+
+    ``level`` groups a family's operators (0-9-1: ``frame``, ``sequence``, ``rule``; 1.0:
+    ``frame``, ``encoding``, ``semantic``, ``state``; 0-10: ``frame``, ``assembly``,
+    ``encoding``, ``state``). ``rule`` is a rule of the spec whose on-failure code, where the
+    file has the rule, comes first; ``targets`` gives the rules of a spec the operator can
+    break (none: it does not apply)."""
+
+    name: str
+    description: str
+    breaks: str
+    codes: tuple[str, ...]
+    level: str
+    build: BuildFn = field(repr=False, compare=False)
+    book: CodeBook = field(repr=False, compare=False)
+    scope: Scope | Special | None = None
+    or_reply: bool = False
+    rule: str | None = None
+    targets: Callable[[Any], tuple[object, ...]] | None = field(
+        default=None, repr=False, compare=False
+    )
+
+    def applies_to(self, spec: Any) -> bool:
+        """Whether ``spec`` defines the codes (and has the rules) this operator needs."""
+        if self.targets is not None and not self.targets(spec):
+            return False
+        names = self.book.names(spec)
+        return all(code in names for code in self.names_in(spec))
+
+    def names_in(self, spec: Any) -> tuple[str, ...]:
+        """The code names for ``spec``: the rule's on-failure first, where it has one."""
+        if self.rule is None:
+            return self.codes
+        try:
+            failure = spec.rule(self.rule).on_failure
+        except KeyError:
+            failure = None
+        if not failure:
+            return self.codes
+        return (failure, *(c for c in self.codes if c != failure))
+
+    def codes_in(self, spec: Any, names: tuple[str, ...] | None = None) -> tuple[Code, ...]:
+        """The codes (``names``, by default the operator's) as ``spec`` defines them, closing
+        the operator's scope where it names one."""
+        found = tuple(self.book.code(spec, n) for n in names or self.names_in(spec))
+        if isinstance(self.scope, Scope):
+            return tuple(ErrorCode(c.name, c.value, self.scope) for c in found)
+        return found
+
+    def reaction(self, spec: Any, names: tuple[str, ...] = ()) -> Reaction:
+        """The reaction required (``names``: the codes a case named instead of the operator's)."""
+        return _reaction(self, spec, names)
+
+    def case(self, src: Source, context: Context) -> Case:
+        """One malformed case made by this operator, read from ``src``."""
+        built = self.build(src, context)
+        return Case(
+            steps=built.steps,
+            expected=self.reaction(context.spec, built.codes),
+            spec_ref=built.spec_ref,
+            operator=self.name,
+            placement=built.placement,
+            note=built.note,
+            frames=built.frames,
+            blob=src.data,
+            level=self.level,
+        )
+
+
+@functools.lru_cache(maxsize=1024)  # the same few per operator: a case is worth less
+def _reaction(operator: Operator, spec: Any, names: tuple[str, ...]) -> Reaction:
+    if operator.scope is Special.IGNORE:
+        return Reaction.reply()
+    if operator.scope is Special.SOCKET:
+        return Reaction(OutcomeKind.SOCKET_CLOSE, responses=("protocol header",))
+    if not operator.codes and not names and isinstance(operator.scope, Scope):
+        return Reaction(operator.scope.close)  # a close the case asked for: no code required
+    codes = operator.codes_in(spec, names or None)
+    return Reaction.error(codes, or_reply=operator.or_reply)
+
+
+_Build = TypeVar("_Build", bound=Callable[..., Built])
+
+
+def registrar(
+    into: list[Operator], book: CodeBook, *, scoped: bool = False
+) -> Callable[..., Callable[[_Build], _Build]]:
+    """A decorator factory that defines an operator where its build function is written::
+
+        OPERATORS: list[Operator] = []
+        operator = registrar(OPERATORS, CODES, scoped=True)
+
+        @operator("frame-size-small", "what it breaks", "how", ("framing-error",),
+                  "connection", "frame")
+        def frame_size_small(src: Source, ctx: Context) -> Built: ...
+
+    The decorator takes the name, what it breaks, how, the code names, the scope (when
+    ``scoped``: the family's operators each name what they close) and the level, and the
+    :class:`Operator`'s options by keyword."""
+
+    def operator(
+        name: str, description: str, breaks: str, codes: Sequence[str], *rest: str, **options: Any
+    ) -> Callable[[_Build], _Build]:
+        if scoped:
+            closes, level = rest
+            options["scope"] = _scope(name, closes)
+        else:
+            (level,) = rest
+
+        def register(build: _Build) -> _Build:
+            into.append(
+                Operator(name, description, breaks, tuple(codes), level, build, book, **options)
+            )
+            return build
+
+        return register
+
+    return operator
+
+
+def _scope(operator: str, word: str) -> Scope | Special:
+    for kind in (Scope, Special):
+        try:
+            return kind(word)
+        except ValueError:
+            continue
+    known = [*Scope, *Special]
+    raise ValueError(f"operator {operator}: scope {word!r} is not one of {known}")
+
+
+def selected(
+    catalogue: Sequence[Operator], names: Sequence[str] | None, protocol: str
+) -> list[Operator]:
+    """The operators of ``catalogue`` named (all of them by default); InvalidArgument for a
+    name that is none of them, or for none at all."""
+    available = {op.name: op for op in catalogue}
+    if names is None:
+        return list(available.values())
+    unknown = [n for n in names if n not in available]
+    if unknown or not names:
+        raise InvalidArgument(
+            f"operators={list(names)!r}: known operators of AMQP {protocol} are {list(available)}"
+        )
+    return [available[n] for n in names]
+
+
+def pick_operator(operators: Sequence[Operator], context: Any) -> Callable[[Source], Case]:
+    """Reads an operator, then its case, from a source; zeros read as the first operator."""
+    chosen = tuple(operators)
+    return lambda src: chosen[src.below(len(chosen))].case(src, context)
+
+
+def mixed_builder(
+    good: Callable[[Source], Case], bad: Callable[[Source], Case], valid_share: float
+) -> Callable[[bytes], Case]:
+    """Reads what a campaign sends from a blob: a valid case about ``valid_share`` of the time,
+    else a malformed one. The blob's first byte decides, so a zeroed blob reads as the first
+    valid case."""
+    if not 0.0 <= valid_share <= 1.0:
+        raise InvalidArgument(f"valid_share={valid_share!r}: must be between 0 and 1")
+    cut = round(valid_share * 256)
+
+    def build(blob: bytes) -> Case:
+        src = Source(blob)
+        return good(src) if src.byte() < cut else bad(src)
+
+    return build
