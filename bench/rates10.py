@@ -42,7 +42,7 @@ def link_round_trip_rate(url: str, count: int) -> float:
     """Links attached and detached one after the other on one session, each awaited."""
     connection = Connection.open(parse_target(url))
     try:
-        assert connection.begin(1) is None
+        assert connection.open_session(1) is None
         codec = connection.codec
         source = codec.composite("source", address=f"{PREFIX}ceiling")
         attach = codec.composite(

@@ -25,6 +25,8 @@ __all__ = [
     "case_builder",
     "malformed_case_builder",
     "no_options",
+    "only",
+    "prefix_of",
     "valid_case_builder",
 ]
 
@@ -58,6 +60,21 @@ class StrategyFamily(Protocol[C]):
     def valid(self, context: C, methods: Sequence[str] | None) -> Callable[[Source], Case]:
         """Reads a valid case of one of ``methods`` (by default every one of
         :meth:`case_methods`) from a source (InvalidArgument for a method it cannot send)."""
+
+
+def only(protocol: str, wanted: str, family: str) -> str:
+    """``protocol``, which must be ``wanted``, the one protocol of ``family`` (InvalidArgument
+    if it is not)."""
+    if protocol != wanted:
+        raise InvalidArgument(f"protocol={protocol!r}: the {family} family has only {wanted!r}")
+    return protocol
+
+
+def prefix_of(prefix: str | None) -> str | None:
+    """The run's prefix for the names a case creates: a string or None (InvalidArgument)."""
+    if prefix is not None and not isinstance(prefix, str):
+        raise InvalidArgument(f"prefix={prefix!r}: a string or None")
+    return prefix
 
 
 def no_options(options: Mapping[str, Any], family: str) -> None:

@@ -15,6 +15,7 @@ from typing import Any
 __all__ = ["Source"]
 
 _EDGE = 96  # a selector byte below this picks a boundary value
+_NAME = "abcdefghijklmnopqrstuvwxyz0123456789"
 
 
 class Source:
@@ -52,6 +53,12 @@ class Source:
 
     def pick(self, options: tuple[Any, ...]) -> Any:
         return options[self.below(len(options))]
+
+    def name(self, prefix: str | None, what: str = "") -> str:
+        """A name nobody has used: ``prefix`` (the run's; ``amqpfuzz-`` without one), ``what``,
+        eight random characters (a zeroed blob: ``a``s)."""
+        suffix = "".join(_NAME[self.below(len(_NAME))] for _ in range(8))
+        return f"{prefix or 'amqpfuzz-'}{what}{suffix}"
 
     def edge(self) -> bool:
         """True about a third of the time (and never for a zero byte: zero is the plain path)."""

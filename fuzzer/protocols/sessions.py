@@ -8,8 +8,8 @@ proof). A case that may end its connection, or wants a channel with no session (
 the connection's own frames (``none``), a connection right after the protocol headers
 (``start``) or one with nothing sent yet (``header``), has a connection of its own.
 
-Each protocol says how its sessions open and end on a connection (:meth:`~SessionDriver.
-open_channel`, :meth:`~SessionDriver.close_channel`, :meth:`SessionConnection.open_session`),
+Each protocol says how its sessions open and end on a connection (:meth:`SessionConnection.
+opening`, :meth:`~SessionConnection.ending`, :meth:`~SessionConnection.open_session`),
 which of a case's items end its session (:meth:`~SessionDriver.own_ends`), how its frames are
 sized (:attr:`~SessionDriver.frame_header`, :meth:`~SessionDriver.frame_size`), and the step
 type its strategies render (:attr:`~SessionDriver.wire`).
@@ -68,6 +68,18 @@ class SessionConnection(Stream):
     @abc.abstractmethod
     def open_session(self, channel: int, timeout: float = 5.0) -> Outcome | None:
         """Open a session on ``channel``; None once the peer answered it, else the outcome."""
+
+    @abc.abstractmethod
+    def opening(self, channel: int) -> bytes:
+        """The bytes that open a session on ``channel`` (its answer not awaited)."""
+
+    @abc.abstractmethod
+    def ending(self, channel: int) -> bytes:
+        """The bytes that end the session on ``channel`` (the peer answers them)."""
+
+    @abc.abstractmethod
+    def live(self, channel: int) -> bool:
+        """Whether the session on ``channel`` was answered (and not ended since)."""
 
     @abc.abstractmethod
     def closing_frame(self) -> bytes:
@@ -130,10 +142,6 @@ class SessionDriver(Driver):
     @abc.abstractmethod
     def frame_size(data: bytes, at: int) -> int:
         """The size a frame's header at ``at`` gives (the whole header is there)."""
-
-    @abc.abstractmethod
-    def session_live(self, connection: Any, channel: int) -> bool:
-        """Whether the session on ``channel`` was answered (and not ended since)."""
 
     @abc.abstractmethod
     def own_ends(self, case: Case) -> int:
@@ -205,14 +213,16 @@ class SessionDriver(Driver):
         control = self.rules.control
         return control if case.placement == Placement.OPEN else control + 1
 
+    def open_channel(self, connection: Any, channel: int) -> bytes:
+        return bytes(connection.opening(channel))
+
+    def close_channel(self, connection: Any, channel: int) -> bytes:
+        return bytes(connection.ending(channel))
+
     def probe(self, connection: Any, channel: int) -> bytes:
         """The session's end, once its opening was answered; before that, nothing: the answer
         to the opening is the proof (a peer may drop a session opened and ended in one read)."""
-        return (
-            self.close_channel(connection, channel)
-            if self.session_live(connection, channel)
-            else b""
-        )
+        return self.close_channel(connection, channel) if connection.live(channel) else b""
 
     def probes(self, case: Case) -> bool:
         """No probe behind a case that ends its session itself."""

@@ -144,8 +144,7 @@ class Context:
 
     def name(self, src: Source, what: str = "queue") -> str:
         """A name nobody has used: the run's prefix, ``what``, eight random characters."""
-        suffix = "".join("abcdefghijklmnopqrstuvwxyz0123456789"[src.below(36)] for _ in range(8))
-        return f"{self.prefix or 'amqpfuzz-'}{what}-{suffix}"
+        return src.name(self.prefix, f"{what}-")
 
     def entity_name(self, qualified_field: str, src: Source) -> str:
         """A prefixed name for a field that names a queue or exchange; "" for other fields."""

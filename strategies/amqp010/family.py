@@ -10,7 +10,7 @@ from hypothesis.errors import InvalidArgument
 from amqpfuzz.spec.amqp010.codec import MAX_FRAME_SIZE, Codec, codec_for
 
 from ..cases import Case
-from ..family import no_options
+from ..family import no_options, only, prefix_of
 from ..operator import Operator
 from ..source import Source
 from .context import Context
@@ -25,9 +25,7 @@ DEFAULT_FRAME = 65535
 
 def codec_of(protocol: str) -> Codec:
     """The codec of ``protocol``, which must be 0-10 (InvalidArgument if not)."""
-    if protocol != PROTOCOL:
-        raise InvalidArgument(f"protocol={protocol!r}: the AMQP 0-10 family has only {PROTOCOL!r}")
-    return codec_for(protocol)
+    return codec_for(only(protocol, PROTOCOL, "AMQP 0-10"))
 
 
 def names_of(chosen: Sequence[str] | None, known: Sequence[str], what: str) -> tuple[str, ...]:
@@ -61,10 +59,8 @@ class Amqp010Strategies:
         low = codec.min_max_frame_size
         if not isinstance(frame_max, int) or frame_max < low:
             raise InvalidArgument(f"frame_max={frame_max!r}: at least {low} (MIN-MAX-FRAME-SIZE)")
-        if prefix is not None and not isinstance(prefix, str):
-            raise InvalidArgument(f"prefix={prefix!r}: a string or None")
         # a frame's size is 16 bits: a larger maximum (the generic layer's default) allows all
-        return Context(codec.spec, codec, min(frame_max, MAX_FRAME_SIZE), prefix)
+        return Context(codec.spec, codec, min(frame_max, MAX_FRAME_SIZE), prefix_of(prefix))
 
     def catalogue(self, protocol: str) -> tuple[Operator, ...]:
         return catalogue(codec_of(protocol).spec)

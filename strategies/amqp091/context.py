@@ -104,8 +104,7 @@ class Context:
 
     def fresh_name(self, src: Source, what: str = "") -> str:
         """A name nobody has used: the run's prefix, ``what``, eight random characters."""
-        suffix = "".join("abcdefghijklmnopqrstuvwxyz0123456789"[src.below(36)] for _ in range(8))
-        return f"{self.prefix or 'amqpfuzz-'}{what}{suffix}"
+        return src.name(self.prefix, what)
 
     def neutral(self, src: Source, methods: Sequence[Method]) -> MethodFrame:
         """A frame of one of ``methods`` with the plainest arguments: zeros, new names, and an

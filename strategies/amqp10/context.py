@@ -76,8 +76,7 @@ class Context:
 
     def name(self, src: Source, what: str = "link") -> str:
         """A name nobody has used: the run's prefix, ``what``, eight random characters."""
-        suffix = "".join("abcdefghijklmnopqrstuvwxyz0123456789"[src.below(36)] for _ in range(8))
-        return f"{self.prefix or 'amqpfuzz-'}{what}-{suffix}"
+        return src.name(self.prefix, f"{what}-")
 
     def attach(self, src: Source, handle: int = 0, role: bool | None = None) -> Composite:
         """A valid attach of a fresh link: a sender to (or a receiver from) a node named with

@@ -10,7 +10,7 @@ from hypothesis.errors import InvalidArgument
 from amqpfuzz.spec.amqp10.codec import Codec, codec_for
 
 from ..cases import Case
-from ..family import no_options
+from ..family import no_options, only, prefix_of
 from ..operator import Operator
 from ..source import Source
 from .context import Context
@@ -26,9 +26,7 @@ DEFAULT_FRAME = 131072
 
 def codec_of(protocol: str) -> Codec:
     """The codec of ``protocol``, which must be 1.0 (InvalidArgument if not)."""
-    if protocol != PROTOCOL:
-        raise InvalidArgument(f"protocol={protocol!r}: the AMQP 1.0 family has only {PROTOCOL!r}")
-    return codec_for(protocol)
+    return codec_for(only(protocol, PROTOCOL, "AMQP 1.0"))
 
 
 class Amqp10Strategies:
@@ -51,9 +49,7 @@ class Amqp10Strategies:
         frame_max = DEFAULT_FRAME if frame_max is None else frame_max
         if not isinstance(frame_max, int) or not MIN_FRAME <= frame_max <= 0xFFFFFFFF:
             raise InvalidArgument(f"frame_max={frame_max!r}: from {MIN_FRAME} to 4294967295")
-        if prefix is not None and not isinstance(prefix, str):
-            raise InvalidArgument(f"prefix={prefix!r}: a string or None")
-        return Context(codec.spec, codec, frame_max, prefix)
+        return Context(codec.spec, codec, frame_max, prefix_of(prefix))
 
     def catalogue(self, protocol: str) -> tuple[Operator, ...]:
         return catalogue(codec_of(protocol).spec)

@@ -192,7 +192,7 @@ class Connection(SessionConnection):
 
     # -- sessions --------------------------------------------------------------------------
 
-    def attach_frames(self, channel: int, name: bytes | None = None) -> bytes:
+    def opening(self, channel: int, name: bytes | None = None) -> bytes:
         """``session.attach`` of a session named for ``channel`` (its answer is the peer's
         ``session.attached``), then ``session.command-point`` at command 0."""
         name = name if name is not None else f"amqpfuzz-{id(self):x}-{channel}".encode()
@@ -204,25 +204,25 @@ class Connection(SessionConnection):
         )
         return attach + point
 
-    def detach_frame(self, channel: int) -> bytes:
+    def ending(self, channel: int) -> bytes:
         """``session.detach`` of the session on ``channel`` (answered by ``detached``)."""
         self._detaching.add(channel)
         name = self.sessions.get(channel, b"")
         return self.codec.encode_control("session.detach", channel=channel, name=name)
 
-    def attach(self, channel: int, timeout: float = 5.0) -> Outcome | None:
+    def open_session(self, channel: int, timeout: float = 5.0) -> Outcome | None:
         """Attach a session on ``channel``; None once the peer's ``attached`` answers it."""
         self.inbox.pop(channel, None)
         self.closed_channels.pop(channel, None)
-        self.send(self.attach_frames(channel))
+        self.send(self.opening(channel))
         reply = self.wait(channel, ("session.attached",), timeout)
         if isinstance(reply, Outcome):
             return reply
         self.open_channels.add(channel)
         return None
 
-    def open_session(self, channel: int, timeout: float = 5.0) -> Outcome | None:
-        return self.attach(channel, timeout)
+    def live(self, channel: int) -> bool:
+        return channel in self.attached
 
     # -- receiving -------------------------------------------------------------------------
 

@@ -65,15 +65,6 @@ class Amqp010Driver(SessionDriver):
 
     # -- running cases -----------------------------------------------------------------------
 
-    def open_channel(self, connection: Any, channel: int) -> bytes:
-        return bytes(connection.attach_frames(channel))
-
-    def close_channel(self, connection: Any, channel: int) -> bytes:
-        return bytes(connection.detach_frame(channel))
-
-    def session_live(self, connection: Any, channel: int) -> bool:
-        return channel in connection.attached
-
     def own_ends(self, case: Case) -> int:
         return sum(1 for item in self._items(case, True) if item.name == "session.detach")
 

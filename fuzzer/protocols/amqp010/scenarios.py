@@ -140,7 +140,7 @@ class Player(StepPlayer):
     @handles("attach")
     def _attach(self, step: Step, args: Mapping[str, Any]) -> None:
         connection, channel = self._conn(args), int(args["channel"])
-        problem = connection.attach(channel, self.timeout)
+        problem = connection.open_session(channel, self.timeout)
         if problem is not None:
             self._fail(step, f"the session on channel {channel} was not attached: {problem}",
                        OutcomeKind.REPLY, problem)  # fmt: skip

@@ -118,7 +118,7 @@ class Connection(SessionConnection):
             if mechanism is not None:
                 connection.mechanism = mechanism
                 out += Header(SASL).encode() + connection._init(target, mechanism)
-            out += connection._opening(target, "amqpfuzz") + connection.begin_frame(session)
+            out += connection._opening(target, "amqpfuzz") + connection.opening(session)
             connection.send(out)
             if mechanism is not None:
                 connection._header(target, SASL, timeout)
@@ -225,7 +225,7 @@ class Connection(SessionConnection):
 
     # -- sessions --------------------------------------------------------------------------
 
-    def begin_frame(self, channel: int) -> bytes:
+    def opening(self, channel: int) -> bytes:
         """A ``begin`` of a session of ours on ``channel`` (its answer is the peer's begin)."""
         begin = self.codec.composite(
             "begin",
@@ -235,16 +235,16 @@ class Connection(SessionConnection):
         )
         return self.codec.frame(begin, channel)
 
-    def end_frame(self, channel: int) -> bytes:
+    def ending(self, channel: int) -> bytes:
         """An ``end`` of our session on ``channel`` (the peer answers with its own)."""
         self._ending.add(channel)
         return self.codec.frame(self.codec.composite("end"), channel)
 
-    def begin(self, channel: int, timeout: float = 5.0) -> Outcome | None:
+    def open_session(self, channel: int, timeout: float = 5.0) -> Outcome | None:
         """Begin a session on ``channel``; None once the peer's begin answers it."""
         self.inbox.pop(channel, None)
         self.closed_channels.pop(channel, None)
-        self.send(self.begin_frame(channel))
+        self.send(self.opening(channel))
         reply = self.wait(channel, ("begin",), timeout)
         if isinstance(reply, Outcome):
             return reply
@@ -252,8 +252,8 @@ class Connection(SessionConnection):
         self.peer_begins[channel] = reply.body
         return None
 
-    def open_session(self, channel: int, timeout: float = 5.0) -> Outcome | None:
-        return self.begin(channel, timeout)
+    def live(self, channel: int) -> bool:
+        return channel in self.begun
 
     # -- receiving -------------------------------------------------------------------------
 
@@ -283,8 +283,8 @@ class Connection(SessionConnection):
             if body["error"] is not None:
                 self.closed_channels[ours] = error_of(Scope.SESSION, body, "session ended")
                 if ours not in self._ending and ours < PEER_CHANNELS:
-                    self.send(self.end_frame(ours))  # the peer's own end is answered
-            # (a plain end answers ours: one a case sent, too, which end_frame did not make)
+                    self.send(self.ending(ours))  # the peer's own end is answered
+            # (a plain end answers ours: one a case sent, too, which ending() did not make)
         self.inbox.setdefault(ours, deque()).append(frame)
 
     def _stops(self, channel: int, frame: Any) -> Outcome | None:

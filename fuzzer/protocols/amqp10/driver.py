@@ -82,15 +82,6 @@ class Amqp10Driver(SessionDriver):
     def _learnt(self, target: Target, connection: Any) -> None:
         self._mechanisms[target] = connection.mechanism or None
 
-    def open_channel(self, connection: Any, channel: int) -> bytes:
-        return bytes(connection.begin_frame(channel))
-
-    def close_channel(self, connection: Any, channel: int) -> bytes:
-        return bytes(connection.end_frame(channel))
-
-    def session_live(self, connection: Any, channel: int) -> bool:
-        return channel in connection.begun
-
     def own_ends(self, case: Case) -> int:
         return sum(1 for frame in self._frames(case, CASE_CHANNEL) if frame.name == "end")
 

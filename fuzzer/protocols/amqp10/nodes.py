@@ -45,7 +45,7 @@ def _drain(target: Target, names: list[str], timeout: float) -> list[Name]:
         return list(names)
     left: list[Name] = []
     try:
-        if connection.begin(1, timeout) is not None:
+        if connection.open_session(1, timeout) is not None:
             return list(names)
         for start in range(0, len(names), ROUND):
             left += _drain_round(connection, names[start : start + ROUND], timeout)

@@ -107,7 +107,7 @@ class Player(StepPlayer):
     @handles("begin")
     def _begin(self, step: Step, args: Any) -> None:
         name, channel = str(args["connection"]), int(args["channel"])
-        problem = self.connections[name].begin(channel, self.timeout)
+        problem = self.connections[name].open_session(channel, self.timeout)
         if problem is not None:
             expected = Outcome(OutcomeKind.REPLY, reply="begin")
             raise self.failed(step, f"the session was refused: {problem}", expected, problem)

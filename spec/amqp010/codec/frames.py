@@ -29,6 +29,7 @@ import struct
 from collections.abc import Collection
 from dataclasses import dataclass, field
 
+from ...reading import Feed
 from .errors import FramingError, LocalProtocolError
 
 __all__ = [
@@ -115,7 +116,7 @@ class Frame:
         return head + self.payload
 
 
-class FrameReader:
+class FrameReader(Feed[Header | Frame]):
     """Headers and frames from a stream fed in chunks; offsets in errors (and frames) count
     from the first byte fed."""
 
@@ -128,33 +129,12 @@ class FrameReader:
         segment_types: Collection[int] = (),
         tracks: Collection[int] = (),
     ) -> None:
+        super().__init__()
         self.max_frame_size = max_frame_size
         self.expect_header = expect_header
         self.check = check
         self.segment_types = frozenset(segment_types)
         self.tracks = frozenset(tracks)
-        self._buffer = bytearray()
-        self._offset = 0  # of the buffer's first byte in the stream
-
-    @property
-    def buffered(self) -> int:
-        """Octets fed that do not yet make a header or frame."""
-        return len(self._buffer)
-
-    @property
-    def position(self) -> int:
-        """Octets fed so far."""
-        return self._offset + len(self._buffer)
-
-    def feed(self, data: bytes) -> list[Header | Frame]:
-        """What the bytes fed so far complete; the rest waits for more."""
-        self._buffer += data
-        found: list[Header | Frame] = []
-        while True:
-            item = self._next()
-            if item is None:
-                return found
-            found.append(item)
 
     def _next(self) -> Header | Frame | None:
         buf = self._buffer

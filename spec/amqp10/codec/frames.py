@@ -15,6 +15,7 @@ import struct
 from dataclasses import dataclass, field
 from typing import Any
 
+from ...reading import Feed
 from .errors import DecodeError, FramingError
 from .values import Composite
 
@@ -64,27 +65,16 @@ class Frame:
         return self.body.name if self.body is not None else "empty"
 
 
-class FrameReader:
+class FrameReader(Feed[Header | Frame]):
     """Headers and frames from a stream fed in chunks; offsets in errors count from the first
     byte fed."""
 
     def __init__(self, codec: Any, max_frame_size: int = 0xFFFFFFFF) -> None:
+        super().__init__()
         self.codec = codec
         self.max_frame_size = max_frame_size
         self.expect_header = True
         self._sasl = False  # in the SASL layer: an AMQP header may come instead of a frame
-        self._buffer = bytearray()
-        self._offset = 0  # of the buffer's first byte in the stream
-
-    def feed(self, data: bytes) -> list[Header | Frame]:
-        """What the bytes fed so far complete; the rest waits for more."""
-        self._buffer += data
-        found: list[Header | Frame] = []
-        while True:
-            item = self._next()
-            if item is None:
-                return found
-            found.append(item)
 
     def _next(self) -> Header | Frame | None:
         buf = self._buffer

@@ -30,8 +30,8 @@ def test_the_handshake_with_a_scripted_peer() -> None:
         assert connection.server_properties["product"] == "scripted"
         # the tune's limits are the connection's: frames of at most 4096 octets from now on
         assert (connection.channel_max, connection.frame_max) == (256, 4096)
-        assert connection.attach(1) is None and connection.open_channels == {1}
-        connection.send(connection.detach_frame(1))
+        assert connection.open_session(1) is None and connection.open_channels == {1}
+        connection.send(connection.ending(1))
         reply = connection.wait(1, ("session.detached",), 5)
         assert reply.name == "session.detached" and reply["code"] == 0
         connection.close()

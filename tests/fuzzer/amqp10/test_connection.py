@@ -30,11 +30,11 @@ def test_login_open_sessions_and_close(peer: Broker) -> None:
     assert connection.mechanism == ("ANONYMOUS" if peer.kind == "qpid-proton" else "PLAIN")
     assert connection.peer_open is not None and 512 <= connection.frame_max <= 131072
     for channel in (1, 7):
-        assert connection.begin(channel) is None, f"session on channel {channel}"
+        assert connection.open_session(channel) is None, f"session on channel {channel}"
     assert connection.open_channels == {1, 7}
     # each of the peer's begins named our channel, whatever channel the peer sent it on
     assert set(connection.peers.values()) == {1, 7}
-    connection.send(connection.end_frame(7))
+    connection.send(connection.ending(7))
     reply = connection.wait(7, ("end",), 5.0)
     assert not isinstance(reply, Outcome) and reply.body["error"] is None
     assert connection.open_channels == {1}
@@ -46,7 +46,7 @@ def test_login_open_sessions_and_close(peer: Broker) -> None:
 @pytest.mark.slow
 def test_no_sasl_layer_where_the_peer_allows_it(rabbitmq: Broker) -> None:
     connection = Connection.open(parse_target(rabbitmq.url), sasl=None)
-    assert connection.mechanisms == () and connection.begin(1) is None
+    assert connection.mechanisms == () and connection.open_session(1) is None
     connection.close()
 
 
@@ -57,7 +57,7 @@ def test_a_session_error_is_its_outcome(rabbitmq: Broker) -> None:
     amqp:invalid-field), read as a session-close; the connection and its other session live
     on."""
     connection = Connection.open(parse_target(rabbitmq.url))
-    assert connection.begin(1) is None and connection.begin(2) is None
+    assert connection.open_session(1) is None and connection.open_session(2) is None
     flow = connection.codec.composite(
         "flow",
         next_incoming_id=UInt(0),
@@ -83,7 +83,7 @@ def test_a_connection_error_is_its_outcome() -> None:
     "no such handle"), read as a connection-close with its condition."""
     with throwaway("qpid-proton") as broker:
         connection = Connection.open(parse_target(broker.url))
-        assert connection.begin(1) is None
+        assert connection.open_session(1) is None
         detach = connection.codec.composite("detach", handle=UInt(9), closed=True)
         connection.send(connection.codec.frame(detach, 1))
         outcome = connection.wait(1, ("end",), 5.0)

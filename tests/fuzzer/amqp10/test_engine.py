@@ -173,7 +173,7 @@ def test_the_nodes_the_cases_made_are_deleted(runner: Runner, peer: Broker) -> N
 def _put_a_message_in_each(peer: Broker, nodes: list[str]) -> None:
     """A settled transfer to each node, on a sender given its credit first."""
     connection = Connection.open(parse_target(peer.url))
-    assert connection.begin(1) is None
+    assert connection.open_session(1) is None
     codec = connection.codec
     for handle, node in enumerate(nodes):
         attach = codec.composite(
@@ -194,7 +194,7 @@ def _put_a_message_in_each(peer: Broker, nodes: list[str]) -> None:
 
 def _messages_left(peer: Broker, nodes: list[str]) -> int:
     connection = Connection.open(parse_target(peer.url))
-    assert connection.begin(1) is None
+    assert connection.open_session(1) is None
     codec, out = connection.codec, b""
     for handle, node in enumerate(nodes):
         attach = codec.composite(

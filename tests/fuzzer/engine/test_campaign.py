@@ -17,6 +17,7 @@ from amqpfuzz.fuzzer.engine.events import (
     BrokerRestarted,
     CaseJudged,
     Emitter,
+    FailureShrunk,
     RunFinished,
     RunStarted,
 )
@@ -38,14 +39,16 @@ def campaign(
     emitter = Emitter()
     emitter.add(events.append)
     config = CampaignSettings(
-        duration=60.0,
-        max_examples=cases,
-        protocol=PROTOCOL,
-        operators=operators,
-        timeout=1.0,
-        shrink=False,
-        batch=40,
-        **settings,
+        **{
+            "duration": 60.0,
+            "max_examples": cases,
+            "protocol": PROTOCOL,
+            "operators": operators,
+            "timeout": 1.0,
+            "shrink": False,
+            "batch": 40,
+            **settings,
+        }
     )
     target = TargetRun(parse_target(peer.url), broker=FakeBroker(peer))  # type: ignore[arg-type]
     return Campaign([target], config, out=out, run_id="r1", prefix="p-", emit=emitter), events
@@ -106,3 +109,19 @@ def test_steering_draws_an_operator_behind_a_known_crash_less(peer: Peer, tmp_pa
     # one in `avoid` (8) of them still runs; every other case does
     assert crashes / 16 < kept_crashes < crashes / 4
     assert [c for c in kept if c.operator != "crash"] == [c for c in cases if c.operator != "crash"]
+
+
+def test_a_failure_is_shrunk_from_its_blob_and_its_reproducer_rewritten(
+    peer: Peer, tmp_path: Path
+) -> None:
+    run, events = campaign(
+        peer, tmp_path, ("soft-error", "wrong-code"), 40, shrink=True, shrink_budget=5.0
+    )
+    run.start()
+    run.run()
+    shrunk = [e for e in events if isinstance(e, FailureShrunk)]
+    assert len(shrunk) == 1  # one signature, shrunk once
+    reproducer = load_reproducer(shrunk[0].reproducer)
+    # the simplest blob that still reads as the failing operator: zeros, but where it chose
+    blob = bytes.fromhex(reproducer["blob_hex"])
+    assert reproducer["mutation"] == "wrong-code" and sum(1 for b in blob if b) <= 2

@@ -66,10 +66,7 @@ from __future__ import annotations
 
 import datetime
 import functools
-import json
 import random
-import shutil
-import subprocess
 import uuid
 from collections import Counter
 from pathlib import Path
@@ -96,6 +93,7 @@ from amqpfuzz.spec.amqp010.codec import (
 )
 from amqpfuzz.spec.amqp010.codec.types import FieldPlan, Layout, WireType
 from amqpfuzz.strategies import Case
+from tests.helpers.tshark import capture, dissect, run, tool
 
 pytestmark = pytest.mark.slow  # every test here starts a broker, Spark or a process
 
@@ -599,54 +597,7 @@ def compare_body(frame: Frame, layer: dict[str, Any], packet: Packet) -> None:
     packet.counts["body segment"] += 1
 
 
-# -- the tools ------------------------------------------------------------------------------
-
-
-def tool(name: str) -> str:
-    found = shutil.which(name)
-    assert found, f"{name} is not installed: make setup installs Debian's tshark, which brings it"
-    return found
-
-
-def run(*args: str | Path) -> str:
-    done = subprocess.run([str(a) for a in args], capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, f"{args[0]} failed ({done.returncode}): {done.stderr}"
-    return done.stdout
-
-
-def capture(packets: list[bytes], where: Path) -> Path:
-    """``packets`` as one TCP stream from a client to port 5672, one TCP segment each
-    (``text2pcap`` from a hex dump)."""
-    text = where / "frames.txt"
-    with text.open("w") as out:
-        for data in packets:
-            for at in range(0, len(data), 16):
-                out.write(f"{at:06x}  {data[at : at + 16].hex(' ')}\n")
-            out.write("\n")
-    pcap = where / "frames.pcap"
-    run(tool("text2pcap"), "-q", "-T", "40000,5672", text, pcap)
-    return pcap
-
-
-def dissect(packets: list[bytes], where: Path) -> list[dict[str, Any]]:
-    """tshark's layers of ``packets`` (read once, ``-T json``): the AMQP layer and tshark's
-    malformed-packet layer, where a dissector's exception is told."""
-    pcap = capture(packets, where)
-    output = run(
-        tool("tshark"),
-        "-r",
-        pcap,
-        "-d",
-        "tcp.port==5672,amqp",
-        "-T",
-        "json",
-        "--no-duplicate-keys",
-        "-J",
-        "amqp _ws.malformed",
-    )
-    layers = [p["_source"]["layers"] for p in json.loads(output)]
-    assert len(layers) == len(packets), f"{len(packets)} packets, tshark read {len(layers)}"
-    return layers
+# -- the corpus's packets -------------------------------------------------------------------
 
 
 def packets_of(items: list[Control | Command]) -> list[tuple[Any, Frame, Control | Command]]:

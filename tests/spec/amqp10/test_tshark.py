@@ -55,10 +55,7 @@ tshark and text2pcap must be installed (``make setup`` installs Debian's ``tshar
 
 from __future__ import annotations
 
-import json
 import random
-import shutil
-import subprocess
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -81,6 +78,7 @@ from amqpfuzz.strategies.amqp10.context import Context
 from amqpfuzz.strategies.amqp10.valid import connection_frames
 from amqpfuzz.strategies.amqp10.values import Values
 from amqpfuzz.strategies.source import Source
+from tests.helpers.tshark import dissect, run, tool
 
 pytestmark = pytest.mark.slow  # every test here starts a broker, Spark or a process
 
@@ -313,48 +311,7 @@ def name_of(layer: dict[str, Any]) -> str:
     return next(n for n in FRAMES if codec.types.descriptor_of(n) == code)
 
 
-# -- the tools ------------------------------------------------------------------------------------
-
-
-def tool(name: str) -> str:
-    found = shutil.which(name)
-    assert found, f"{name} is not installed: make setup installs Debian's tshark, which brings it"
-    return found
-
-
-def run(*args: str | Path) -> str:
-    done = subprocess.run([str(a) for a in args], capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, f"{args[0]} failed ({done.returncode}): {done.stderr}"
-    return done.stdout
-
-
-def dissect(packets: list[bytes], where: Path) -> list[dict[str, Any]]:
-    """tshark's layers of ``packets``, sent as one TCP stream from a client to port 5672, one
-    TCP segment each."""
-    text = where / "frames.txt"
-    with text.open("w") as out:
-        for data in packets:
-            for at in range(0, len(data), 16):
-                out.write(f"{at:06x}  {data[at : at + 16].hex(' ')}\n")
-            out.write("\n")
-    capture = where / "frames.pcap"
-    run(tool("text2pcap"), "-q", "-T", "40000,5672", text, capture)
-    # -J: the AMQP layer and tshark's malformed-packet layer (where a dissector bug is told)
-    output = run(
-        tool("tshark"),
-        "-r",
-        capture,
-        "-d",
-        "tcp.port==5672,amqp",
-        "-T",
-        "json",
-        "--no-duplicate-keys",
-        "-J",
-        "amqp _ws.malformed",
-    )
-    layers = [p["_source"]["layers"] for p in json.loads(output)]
-    assert len(layers) == len(packets), f"{len(packets)} packets, tshark read {len(layers)}"
-    return layers
+# -- the corpus ------------------------------------------------------------------------------------
 
 
 def blob(rnd: random.Random) -> bytes:
