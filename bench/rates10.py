@@ -21,7 +21,7 @@ from amqpfuzz.fuzzer.protocols.amqp10 import Connection
 from amqpfuzz.fuzzer.protocols.families import driver_for
 from amqpfuzz.spec.amqp10.codec import UInt
 from amqpfuzz.strategies import Case
-from amqpfuzz.strategies.amqp10 import malformed_case_builder
+from amqpfuzz.strategies import malformed_case_builder
 
 PREFIX = "amqpfuzz-bench-"
 # at session scope, answered by RabbitMQ 3.10 without taking its connection down (its answers
@@ -33,7 +33,7 @@ CONNECTION_OPERATORS = ["frame-size-small", "doff-small", "unknown-constructor"]
 
 def draw(operators: list[str], count: int, seed: int = 0) -> list[Case]:
     """Cases read from seeded blobs by the real builder, outside any timing."""
-    build = malformed_case_builder(operators=operators, prefix=PREFIX)
+    build = malformed_case_builder(operators, protocol="1.0", prefix=PREFIX)
     randomly = random.Random(seed)
     return [build(randomly.randbytes(512)) for _ in range(count)]
 

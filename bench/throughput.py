@@ -50,7 +50,8 @@ from amqpfuzz.fuzzer.engine.campaign import Campaign, CampaignSettings, TargetRu
 from amqpfuzz.fuzzer.engine.events import Emitter
 from amqpfuzz.fuzzer.engine.runner import Runner
 from amqpfuzz.fuzzer.protocols.amqp091 import Connection
-from amqpfuzz.fuzzer.records import RecordHandler, RecordWriter
+from amqpfuzz.fuzzer.recording import RecordHandler
+from amqpfuzz.fuzzer.records import RecordWriter
 from amqpfuzz.spec.amqp091.codec import codec_for
 from amqpfuzz.strategies import Case
 

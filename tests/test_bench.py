@@ -77,3 +77,17 @@ def test_spark_campaign_bench_prints_both_rates_and_their_ratio() -> None:
         assert set(rates) == {"plain", "spark"} and all(v > 0 for v in rates.values())
     (ratio,) = [r for r in lines if r["figure"] == "spark_vs_plain"]
     assert ratio["target"] == 0.8 and ratio["value"] > 0
+
+
+def test_every_benchmark_imports_what_it_uses() -> None:
+    """The benchmarks not run above (they take minutes on a broker) still import: a change of
+    the API they use fails here, not on the next person to measure."""
+    code = (
+        "import importlib, sys; sys.path.insert(0, sys.argv[1]); "
+        "[importlib.import_module(name) for name in sys.argv[2:]]"
+    )
+    names = sorted(p.stem for p in BENCH.glob("*.py"))
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(BENCH), *names], capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
