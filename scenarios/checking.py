@@ -179,16 +179,6 @@ class Checker(Dispatching, part=True):
         self.opened[connection].add(number)
         return int(number)
 
-    def open_on(self, value: Located, what: str = "channel", action: str = "open_channel") -> int:
-        """The step's ``what`` (a channel, a session), opened earlier on its connection."""
-        connection = self.connection(value)
-        number = value.get(what)
-        if number not in self.opened[connection]:
-            self.fail(
-                value.line_of(what), f"{what} {number} of {connection!r} is used before {action}"
-            )
-        return int(number)
-
     def bind(self, value: Located, key: str = "save") -> None:
         """A step that binds a name (``save``) to what it got."""
         if key in value:
