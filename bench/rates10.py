@@ -20,8 +20,7 @@ from amqpfuzz.fuzzer.engine.runner import Runner
 from amqpfuzz.fuzzer.protocols.amqp10 import Connection
 from amqpfuzz.fuzzer.protocols.families import driver_for
 from amqpfuzz.spec.amqp10.codec import UInt
-from amqpfuzz.strategies import Case
-from amqpfuzz.strategies import malformed_case_builder
+from amqpfuzz.strategies import Case, malformed_case_builder
 
 PREFIX = "amqpfuzz-bench-"
 # at session scope, answered by RabbitMQ 3.10 without taking its connection down (its answers
