@@ -103,11 +103,14 @@ def test_every_scenario_file_runs_with_a_verdict_the_profile_explains(
     ran = {v.scenario.name for v in verdicts if v.scenario.protocol == "0-9-1" and v.played}
     assert ran == {s.name for s in scenarios if s.protocol == "0-9-1" and s.runnable}
     # no deviation of the profiles is stale: each rule they name failed as recorded (the 1.0
-    # files, on a RabbitMQ with its 1.0 plugin, by the 1.0 profile)
+    # files, on a RabbitMQ with its 1.0 plugin, by the 1.0 profile), but a race's, which fails
+    # now and then
     profiles = {profile, target.profile_for("1.0")} - {None}
-    recorded = {(d.rule, d.protocol) for p in profiles if p for d in p.deviations if d.rule}
+    named = [d for p in profiles if p for d in p.deviations if d.rule]
+    recorded = {(d.rule, d.protocol) for d in named if not d.sometimes}
+    races = {(d.rule, d.protocol) for d in named if d.sometimes}
     xfailed = {(v.scenario.spec_ref, v.scenario.protocol) for v in verdicts if v.verdict == "xfail"}
-    assert xfailed == recorded
+    assert xfailed - races == recorded
     # one record per scenario, of the contract's scenario kind, the rule as its spec_ref
     assert sorted((r["scenario"], r["verdict"]) for r in records) == sorted(  # type: ignore[type-var]
         (f"{v.scenario.protocol}/{v.scenario.name}", v.verdict) for v in verdicts
