@@ -20,24 +20,58 @@ from amqpfuzz.scenarios import scenario_names
 from amqpfuzz.spec import DEFAULT_PROTOCOL, reach
 from amqpfuzz.strategies import operators
 
-from .engine.events import Judged
-from .records import RecordWriter, record
+from .engine.events import CoverageReached, CoverageSampled, Judged
+from .records import RecordWriter, coverage_record, record
 
-__all__ = ["RecordHandler", "exercisable", "write_totals"]
+__all__ = ["RecordHandler", "exercisable", "write_coverage", "write_totals"]
 
 
 class RecordHandler:
     """An event handler: every :class:`~amqpfuzz.fuzzer.engine.events.Judged` event becomes
-    one record in ``writer``'s file, numbered in the order it came."""
+    one record in ``writer``'s file, numbered in the order it came; every point of the broker's
+    coverage, one record in a coverage file beside it (made when the first comes)."""
 
     def __init__(self, writer: RecordWriter) -> None:
         self.writer = writer
         self._lock = threading.Lock()
+        self.coverage: RecordWriter | None = None
 
     def __call__(self, event: Any) -> None:
         if isinstance(event, Judged):
             with self._lock:
                 self.writer.write(self.record_of(event))
+        elif isinstance(event, CoverageSampled | CoverageReached):
+            with self._lock:
+                self._coverage(event)
+
+    def _coverage(self, event: CoverageSampled | CoverageReached) -> None:
+        if self.coverage is None:
+            writer = self.writer
+            self.coverage = RecordWriter(
+                writer.directory, writer.run_id, writer.worker, stem="coverage"
+            )
+        final = event if isinstance(event, CoverageReached) else None
+        self.coverage.write(
+            coverage_record(
+                run_id=self.coverage.run_id,
+                worker=self.coverage.worker,
+                seq=self.coverage.next_seq(),
+                seed=event.seed,
+                target=event.target.as_record(),
+                how=event.how,
+                elapsed_s=event.elapsed,
+                modules=[
+                    {"module": m.module, "set": m.set, "covered": m.covered, "relevant": m.relevant}
+                    for m in event.modules
+                ],
+                lines={m: list(ls) for m, ls in final.lines.items()} if final else None,
+                unreached=(
+                    {m: [list(f) for f in fs] for m, fs in final.unreached.items()}
+                    if final
+                    else None
+                ),
+            )
+        )
 
     def record_of(self, event: Judged) -> dict[str, Any]:
         return record(
@@ -60,6 +94,9 @@ class RecordHandler:
         )
 
     def close(self) -> Path:
+        """Move the finished files into place; the records' path."""
+        if self.coverage is not None:
+            self.coverage.close()
         return self.writer.close()
 
 
@@ -75,6 +112,29 @@ def write_totals(directory: Path | str, run_id: str, protocol: str = DEFAULT_PRO
     # the same totals at once, and each move is atomic
     part = path.with_name(f"{path.name}.{uuid.uuid4().hex[:12]}.part")
     data = {"run_id": run_id, "protocol": protocol, "totals": totals, "exercisable": named}
+    part.write_text(json.dumps(data) + "\n")
+    os.replace(part, path)
+    return path
+
+
+def write_coverage(
+    directory: Path | str,
+    run_id: str,
+    joined: dict[str, list[tuple[str, str | None, int, int, int]]],
+) -> Path:
+    """The run file (``run-<run_id>.json``) with the broker's coverage at the run's end added:
+    per target, per module, its set, the lines covered and relevant, the functions never
+    entered (as :func:`amqpfuzz.fuzzer.cli.summary.joined` joins the workers')."""
+    path = Path(directory) / f"run-{run_id}.json"
+    data = json.loads(path.read_text()) if path.exists() else {"run_id": run_id}
+    data["coverage"] = {
+        label: [
+            {"module": m, "set": s, "covered": c, "relevant": r, "functions_never_entered": f}
+            for m, s, c, r, f in modules
+        ]
+        for label, modules in joined.items()
+    }
+    part = path.with_name(f"{path.name}.{uuid.uuid4().hex[:12]}.part")
     part.write_text(json.dumps(data) + "\n")
     os.replace(part, path)
     return path

@@ -22,6 +22,7 @@ implementation's own peer, serves 1.0 only: it runs under this Python, whose
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import json
 import os
 import shutil
@@ -36,6 +37,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from types import TracebackType
 
+from ..coverage import CoverageError, ErlangCover, Plan, Probe, PythonCoverage, plan_for
+from ..coverage.python import resolve
 from .errors import BrokerError
 from .guardian import OWNER, clean_up, reap
 from .guardian import running as process_running
@@ -100,7 +103,12 @@ class Broker:
     protocols: tuple[str, ...] = ("0-9-1", "0-9", "0-8")  # what it can be fuzzed with
 
     def __init__(
-        self, port: int | None = None, directory: Path | None = None, *, tls: bool = False
+        self,
+        port: int | None = None,
+        directory: Path | None = None,
+        *,
+        tls: bool = False,
+        coverage: str | None = None,
     ) -> None:
         if tls and not self.serves_tls:
             raise BrokerError(f"{self.kind}: amqpfuzz cannot give it a TLS listener")
@@ -115,6 +123,9 @@ class Broker:
         self.exit_code: int | None = None
         self._guardian: tuple[subprocess.Popen[bytes], int] | None = None
         self.crashed_at: float | None = None  # when its process ended unasked (monotonic)
+        # its code measured while it serves this protocol family (sets.toml), if it can be
+        self.plan: Plan | None = plan_for(self.kind, coverage) if coverage else None
+        self.coverage_notes: list[str] = []  # what instrumenting it did, in a few words
 
     # -- what callers use ------------------------------------------------------------------
 
@@ -175,7 +186,25 @@ class Broker:
                     f"{self.kind} did not answer on port {self.port} in {timeout:.0f} s"
                 )
             time.sleep(0.2)
+        self._instrument()
         return self
+
+    @property
+    def probe(self) -> Probe | None:
+        """How its coverage is measured (None: it is not)."""
+        return None
+
+    def _instrument(self) -> None:
+        """Instrument its code for coverage, after every start (a restarted node has lost
+        its instrumented modules, and what they counted: the run keeps that)."""
+        probe = self.probe
+        if probe is None:
+            return
+        try:
+            self.coverage_notes = probe.prepare()
+        except CoverageError as exc:
+            self.stop()
+            raise BrokerError(f"{self.kind}: its coverage cannot be measured: {exc}") from None
 
     def stop(self, timeout: float = 30) -> None:
         """Stop the process group and wait for it; idempotent."""
@@ -335,12 +364,25 @@ class RabbitMQ(Broker):
     protocols = ("0-9-1", "0-9", "0-8", "1.0")
 
     def __init__(
-        self, port: int | None = None, directory: Path | None = None, *, tls: bool = False
+        self,
+        port: int | None = None,
+        directory: Path | None = None,
+        *,
+        tls: bool = False,
+        coverage: str | None = None,
     ) -> None:
-        super().__init__(port, directory, tls=tls)
+        super().__init__(port, directory, tls=tls, coverage=coverage)
         self.dist_port = free_port()
         self.epmd_port = free_port()
         self.node = f"amqpfuzz{self.port}@localhost"
+        self._probe: Probe | None = None
+
+    @property
+    def probe(self) -> Probe | None:
+        """Erlang's cover in the node, its cookie in the node's HOME (its directory)."""
+        if self.plan is not None and self._probe is None:
+            self._probe = ErlangCover(self.plan, self.node, self.directory, self.epmd_port)
+        return self._probe
 
     def configure(self) -> None:
         (self.directory / "enabled_plugins").write_text("[rabbitmq_amqp1_0].\n")
@@ -418,9 +460,14 @@ class GarageMQ(Broker):
     executable = "garagemq"
 
     def __init__(
-        self, port: int | None = None, directory: Path | None = None, *, tls: bool = False
+        self,
+        port: int | None = None,
+        directory: Path | None = None,
+        *,
+        tls: bool = False,
+        coverage: str | None = None,
     ) -> None:
-        super().__init__(port, directory, tls=tls)
+        super().__init__(port, directory, tls=tls, coverage=coverage)
         self.admin_port = free_port()
 
     def configure(self) -> None:
@@ -459,7 +506,22 @@ class QpidProton(Broker):
     protocols = ("1.0",)
 
     def command(self) -> list[str]:
-        return [sys.executable, PROTON_BROKER, "-a", f"127.0.0.1:{self.port}"]
+        broker = [PROTON_BROKER, "-a", f"127.0.0.1:{self.port}"]
+        if self.plan is None:
+            return [sys.executable, *broker]
+        roots = {"script": str(Path(PROTON_BROKER).parent), "proton": _proton_directory()}
+        patterns = resolve((m for _, modules in self.plan.sets for m in modules), roots)
+        run = [sys.executable, "-m", "amqpfuzz.fuzzer.coverage.pyrun", str(self._measured)]
+        return [*run, json.dumps(patterns), *broker]
+
+    @property
+    def _measured(self) -> Path:
+        return self.directory / "coverage"
+
+    @property
+    def probe(self) -> Probe | None:
+        """coverage.py in the broker's process (:mod:`amqpfuzz.fuzzer.coverage.pyrun`)."""
+        return None if self.plan is None else PythonCoverage(self.plan, self._measured)
 
     def environment(self) -> dict[str, str]:
         return {**os.environ, "PYTHONUNBUFFERED": "1"}
@@ -480,14 +542,30 @@ def refuses(kind: str, protocol: str) -> str | None:
     return f"a throwaway {kind} does not serve AMQP {protocol} (it serves {', '.join(served)})"
 
 
+def _proton_directory() -> str:
+    """Where the proton package this Python imports lives (not imported here)."""
+    found = importlib.util.find_spec("proton")
+    if found is None or found.origin is None:
+        raise BrokerError(
+            "qpid-proton: python-qpid-proton is not installed (make check installs it)"
+        )
+    return str(Path(found.origin).parent)
+
+
 @contextlib.contextmanager
 def throwaway(
-    kind: str = "rabbitmq", port: int | None = None, *, tls: bool = False
+    kind: str = "rabbitmq",
+    port: int | None = None,
+    *,
+    tls: bool = False,
+    coverage: str | None = None,
 ) -> Iterator[Broker]:
     """A started broker of ``kind``, stopped and removed on leaving the block; with ``tls``,
-    a TLS listener too (:attr:`Broker.tls_url`, verified with :attr:`Broker.ca_file`)."""
+    a TLS listener too (:attr:`Broker.tls_url`, verified with :attr:`Broker.ca_file`); with
+    ``coverage`` (a protocol family), its code measured as :mod:`amqpfuzz.fuzzer.coverage`
+    says (:attr:`Broker.probe`) where it can be."""
     try:
-        broker = BROKERS[kind](port, tls=tls)
+        broker = BROKERS[kind](port, tls=tls, coverage=coverage)
     except KeyError:
         raise BrokerError(f"unknown broker {kind!r}; known: {', '.join(BROKERS)}") from None
     sweep()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable, Sequence
 from typing import IO, Any, TypeVar
@@ -13,7 +14,19 @@ from rich.text import Text
 
 from ..brokers import Target, parse_target
 
-__all__ = ["BadInput", "Progress", "target_options", "url_targets"]
+__all__ = ["BadInput", "Progress", "make_console", "target_options", "url_targets"]
+
+# Off a terminal (a CI log, a file) rich would cut tables to 80 columns ("throwa…"): there the
+# width is this, or $COLUMNS where it is set.
+LOG_WIDTH = 200
+
+
+def make_console(*, stderr: bool = False) -> Console:
+    """The console a command prints to: a terminal's own width, a wide one elsewhere."""
+    shown = Console(stderr=stderr)
+    if shown.is_terminal or os.environ.get("COLUMNS"):
+        return shown
+    return Console(stderr=stderr, width=LOG_WIDTH)
 
 
 class BadInput(click.ClickException):
@@ -36,6 +49,7 @@ class Progress:
         self.failures = 0
         self.xfails = 0
         self.programs = 0
+        self.coverage: dict[str, dict[str, tuple[int, int]]] = {}  # target -> set -> lines
         self.started = time.monotonic()
         self._last = 0.0
         self._live: Live | None = None
@@ -63,15 +77,27 @@ class Progress:
             self._last = now
             self.console.print(self._line())
 
+    def covered(self, target: str, sets: dict[str, tuple[int, int]]) -> None:
+        """A target's coverage so far (each worker's view: the largest stands)."""
+        shown = self.coverage.setdefault(target, {})
+        for name, (covered, relevant) in sets.items():
+            if covered >= shown.get(name, (0, 0))[0]:
+                shown[name] = (covered, relevant)
+
     def note(self, text: str) -> None:
         self.console.print(text, highlight=False, markup=False)
 
     def _line(self) -> Text:
         elapsed = max(time.monotonic() - self.started, 1e-9)
         programs = f"{self.programs} programs  " if self.programs else ""
+        covered = "".join(
+            f"  {name} {c:,}/{r:,} lines"
+            for sets in self.coverage.values()
+            for name, (c, r) in sets.items()
+        )
         return Text(
             f"{self.cases} cases  {self.cases / elapsed:.0f}/s  {programs}"
-            f"{self.failures} failures  {self.xfails} known deviations  {elapsed:.0f} s"
+            f"{self.failures} failures  {self.xfails} known deviations  {elapsed:.0f} s{covered}"
         )
 
 

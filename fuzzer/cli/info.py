@@ -12,7 +12,7 @@ from rich.table import Table as RichTable
 
 from amqpfuzz.spec import DEFAULT_PROTOCOL, PROTOCOLS, Table, describe, load, load_file
 
-from .console import BadInput
+from .console import BadInput, make_console
 
 __all__ = ["mutations_command", "spec_command"]
 
@@ -67,7 +67,7 @@ def spec_command(protocol: str, path: str | None, as_json: bool) -> None:
     table.add_column("count", justify="right")
     for key, count in described.data["counts"].items():
         table.add_row(_LABELS.get(key, key.replace("_", " ")), str(count))
-    console = Console()
+    console = make_console()
     console.print(table)
     for shown in described.tables:
         _print_table(console, shown)
@@ -121,4 +121,4 @@ def mutations_command(protocol: str, as_json: bool) -> None:
         codes = " or ".join(f"{c['value']} {c['name']}" for c in row["codes"])
         required = f"{row['reaction']} {codes}" + (" (or accepted)" if row["or_accepted"] else "")
         table.add_row(row["name"], row["breaks"], row["how"], required)
-    Console().print(table)
+    make_console().print(table)

@@ -14,19 +14,22 @@ import sys
 import uuid
 from collections.abc import Iterable
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import click
-from rich.console import Console
 
-from amqpfuzz.spec import DEFAULT_PROTOCOL, PROTOCOLS
+from amqpfuzz.spec import DEFAULT_PROTOCOL, PROTOCOLS, family_of
 from amqpfuzz.strategies import operators as catalogue
 
 from ..brokers import BROKERS, Broker, Target, parse_target, refuses, throwaway
 from ..brokers.profiles import find_profile
+from ..coverage import CoverageError, ErlangCover, Probe, cookie_home, plan_for, unavailable
 from ..engine.campaign import CampaignSettings
 from ..engine.events import (
     BrokerDown,
+    CoverageReached,
+    CoverageSampled,
     FailureFound,
     RunFinished,
 )
@@ -35,9 +38,9 @@ from ..engine.events import (
 )
 from ..engine.programs import ProgramSettings
 from ..protocols.families import driver_for
-from ..recording import write_totals
-from .console import BadInput, Progress, target_options, url_targets
-from .summary import summarize
+from ..recording import write_coverage, write_totals
+from .console import BadInput, Progress, make_console, target_options, url_targets
+from .summary import joined, summarize
 from .workers import WorkerJob, supervise
 
 __all__ = ["preflight", "run_command"]
@@ -127,6 +130,32 @@ def _positive(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
 @target_options
 @click.option("--no-shrink", is_flag=True, help="Keep failures as found.")
 @click.option(
+    "--coverage/--no-coverage",
+    default=True,
+    show_default=True,
+    help="Measure the broker's own code coverage (a throwaway RabbitMQ's with Erlang's cover, "
+    "the Qpid Proton broker's with coverage.py; a --url RabbitMQ's with --coverage-node).",
+)
+@click.option(
+    "--coverage-node",
+    metavar="NODE",
+    help="The Erlang node (name@host) of the first --url RabbitMQ, to measure its coverage: "
+    "modules already compiled for coverage are measured as they are, the others compiled once "
+    "(and left so). ERL_EPMD_PORT is honoured.",
+)
+@click.option(
+    "--erlang-cookie-file",
+    type=click.Path(dir_okay=False),
+    help="The --coverage-node's Erlang cookie [default: ~/.erlang.cookie].",
+)
+@click.option(
+    "--feedback/--no-feedback",
+    default=True,
+    show_default=True,
+    help="Steer by what cases reach: new lines of the broker's code where they are measured, "
+    "new reactions elsewhere.",
+)
+@click.option(
     "--spark",
     "master",
     metavar="MASTER",
@@ -163,10 +192,14 @@ def _run(
     ca_file: str | None,
     insecure: bool,
     no_shrink: bool,
+    coverage: bool,
+    coverage_node: str | None,
+    erlang_cookie_file: str | None,
+    feedback: bool,
     master: str | None,
     shards: int,
 ) -> int:
-    console = Console(stderr=False)
+    console = make_console()
     if master is None and urls and kinds:
         raise BadInput("give --url or --broker, not both (both together with --spark)")
     if master is None and len(kinds) > 1:
@@ -175,6 +208,10 @@ def _run(
         raise BadInput("--shards splits a Spark campaign: give --spark MASTER")
     if master is not None and campaign_kind != "fuzz":
         raise BadInput("--spark runs fuzz campaigns (--kind fuzz)")
+    if coverage_node and not urls:
+        raise BadInput("--coverage-node measures a --url RabbitMQ: give its --url")
+    if coverage_node and not coverage:
+        raise BadInput("--coverage-node and --no-coverage contradict each other")
     kind = kinds[0] if kinds else None
     driver_for(protocol)  # a protocol amqpfuzz cannot drive is bad input, said now
     for each in kinds or (() if urls else ("rabbitmq",)):
@@ -201,6 +238,7 @@ def _run(
         timeout=timeout,
         protocol=protocol,
         shrink=not no_shrink,
+        feedback=feedback,
     )
     if master is not None:
         from .spark import run_spark  # (pyspark loads only for a run on Spark)
@@ -223,12 +261,17 @@ def _run(
     )
     with contextlib.ExitStack() as stack:
         own: Broker | None = None
+        family = family_of(protocol)
         if urls:
             targets = url_targets(urls, allow_remote, ca_file, insecure)
         else:
-            own = stack.enter_context(throwaway(kind or "rabbitmq"))
+            measured = family if coverage else None
+            own = stack.enter_context(throwaway(kind or "rabbitmq", coverage=measured))
             targets = [parse_target(own.url, label=f"throwaway {own.kind}")]
         notices = preflight(targets, protocol, timeout, profile)
+        probes, said = _coverage(stack, targets, own, family, coverage, coverage_node,
+                                 erlang_cookie_file)  # fmt: skip
+        notices += said
         console.print(
             f"amqpfuzz run {run_id}: seed {seed}, {len(targets)} target(s): "
             + ", ".join(t.safe_url for t in targets),
@@ -244,6 +287,7 @@ def _run(
                 run_id=run_id,
                 prefix=f"amqpfuzz-{run_id[:8]}-w{i}-",
                 profile=profile,
+                coverage=probes,
                 fuzz=replace(fuzz, seed=seed + i) if campaign_kind != "stateful" else None,
                 # a program may restart the run's own broker when no other worker uses it
                 programs=replace(programs, seed=seed + i, restarts=own is not None and workers == 1)
@@ -256,7 +300,56 @@ def _run(
         with Progress(console) as progress:
             watch = _Watch(progress)
             finished, errors, interrupted = supervise(jobs, own, watch)
-    return summarize(finished, errors, interrupted, console, seed)
+    if watch.reached:
+        write_coverage(out, run_id, joined(watch.reached))
+    return summarize(finished, errors, interrupted, console, seed, coverage=watch.reached)
+
+
+def _coverage(
+    stack: contextlib.ExitStack,
+    targets: list[Target],
+    own: Broker | None,
+    family: str,
+    wanted: bool,
+    node: str | None,
+    cookie_file: str | None,
+) -> tuple[tuple[Probe | None, ...], list[str]]:
+    """How each target's code coverage is measured, and a line per target on it."""
+    if not wanted:
+        return (None,) * len(targets), []
+    probes: list[Probe | None] = []
+    said = []
+    for index, target in enumerate(targets):
+        probe: Probe | None = None
+        notes: list[str] = []
+        why = ""
+        if own is not None:
+            probe = own.probe
+            notes = own.coverage_notes
+            why = unavailable(own.kind, family)
+        elif node is not None and index == 0:
+            plan = plan_for("rabbitmq", family)
+            if plan is None:
+                raise BadInput(f"--coverage-node: {unavailable('rabbitmq', family)}")
+            cookie = (
+                Path(cookie_file).expanduser() if cookie_file else Path.home() / ".erlang.cookie"
+            )
+            try:
+                home = cookie_home(cookie)
+                erlang = ErlangCover(plan, node, home)
+                stack.callback(erlang.close)
+                notes = erlang.prepare()
+            except CoverageError as exc:
+                raise BadInput(f"--coverage-node {node}: {exc}") from None
+            probe = erlang
+        else:
+            why = unavailable(None, family)
+        if probe is None:
+            said.append(f"coverage: not measured for {target.safe_url}: {why}")
+        else:
+            said.append(f"coverage: {probe.where} ({probe.plan.how}): {'; '.join(notes)}")
+        probes.append(probe)
+    return tuple(probes), said
 
 
 class _Watch:
@@ -265,6 +358,7 @@ class _Watch:
     def __init__(self, progress: Progress) -> None:
         self.progress = progress
         self.counts: dict[int, tuple[int, int, int, int]] = {}
+        self.reached: list[CoverageReached] = []
 
     def __call__(self, index: int, event: Any) -> None:
         progress = self.progress
@@ -272,6 +366,10 @@ class _Watch:
             self.counts[index] = (event.cases, event.failures, event.xfails, event.programs)
             totals = [sum(c[k] for c in self.counts.values()) for k in range(4)]
             progress.update(*totals)
+        elif isinstance(event, CoverageSampled):
+            progress.covered(event.target.label, event.sets())
+        elif isinstance(event, CoverageReached):
+            self.reached.append(event)
         elif isinstance(event, FailureFound):
             progress.note(f"failure: {event.signature}")
         elif isinstance(event, BrokerDown):

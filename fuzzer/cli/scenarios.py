@@ -32,7 +32,7 @@ from ..engine.conformance import ConformanceRun, ScenarioTarget, failing
 from ..engine.events import Emitter, ScenarioJudged
 from ..recording import RecordHandler, write_totals
 from ..records import RecordWriter
-from .console import BadInput, target_options, url_targets
+from .console import BadInput, make_console, target_options, url_targets
 
 __all__ = ["scenarios_command"]
 
@@ -96,7 +96,7 @@ def _scenarios(
     ca_file: str | None,
     insecure: bool,
 ) -> int:
-    console = Console()
+    console = make_console()
     chosen = select(keyword, load_all(protocol))
     if listing:
         _list(chosen, console, as_json)
@@ -126,7 +126,7 @@ def _scenarios(
             BarColumn(),
             MofNCompleteColumn(),
             TextColumn("{task.fields[last]}"),
-            console=Console(stderr=True),
+            console=make_console(stderr=True),
             transient=True,
         ) as progress:
             task = progress.add_task("", total=len(chosen) * len(targets), last="")

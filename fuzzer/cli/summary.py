@@ -9,10 +9,10 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from ..engine.events import RunFinished
+from ..engine.events import CoverageReached, RunFinished
 from .console import BadInput
 
-__all__ = ["summarize", "summary_table"]
+__all__ = ["coverage_table", "joined", "summarize", "summary_table"]
 
 
 def summary_table(
@@ -61,6 +61,71 @@ def summary_table(
     return tables
 
 
+def joined(
+    reached: list[CoverageReached],
+) -> dict[str, list[tuple[str, str | None, int, int, int]]]:
+    """The workers' last points joined, per target: per module, its set, the lines any worker
+    saw covered, its relevant lines, and the functions no worker saw entered."""
+    found: dict[str, dict[str, tuple[str | None, set[int], int, set[str] | None]]] = {}
+    for event in reached:
+        modules = found.setdefault(event.target.label, {})
+        for count in event.modules:
+            set_name, lines, relevant, missed = modules.get(
+                count.module, (count.set, set(), 0, None)
+            )
+            lines |= set(event.lines.get(count.module, ()))
+            unreached = {name for name, _ in event.unreached.get(count.module, ())}
+            missed = unreached if missed is None else missed & unreached
+            modules[count.module] = (set_name, lines, max(relevant, count.relevant), missed)
+    return {
+        label: [
+            (m, s, len(lines), r, len(missed or ())) for m, (s, lines, r, missed) in modules.items()
+        ]
+        for label, modules in found.items()
+    }
+
+
+def coverage_table(reached: list[CoverageReached]) -> Table | None:
+    """The broker's code covered in the run, per target: each named set, then its modules
+    (lines covered of the relevant ones, and the functions never entered)."""
+    if not reached:
+        return None
+    table = Table(title="the broker's code covered (lines)", title_justify="left")
+    for column in ("target", "set / module", "covered", "relevant", "%", "functions never entered"):
+        table.add_column(
+            column, justify="left" if column in ("target", "set / module") else "right"
+        )
+    for label, modules in joined(reached).items():
+        sets: dict[str, tuple[int, int]] = {}
+        for _, name, covered, relevant, _ in modules:
+            if name is not None:
+                c, r = sets.get(name, (0, 0))
+                sets[name] = (c + covered, r + relevant)
+        for name, (covered, relevant) in sets.items():
+            table.add_row(
+                label,
+                f"{name} set",
+                f"{covered:,}",
+                f"{relevant:,}",
+                _percent(covered, relevant),
+                "",
+            )
+        for module, _, covered, relevant, missed in modules:
+            table.add_row(
+                label,
+                f"  {module}",
+                f"{covered:,}",
+                f"{relevant:,}",
+                _percent(covered, relevant),
+                str(missed),
+            )
+    return table
+
+
+def _percent(part: int, whole: int) -> str:
+    return f"{100 * part / whole:.0f}" if whole else "-"
+
+
 def summarize(
     finished: list[RunFinished],
     errors: list[str],
@@ -68,6 +133,7 @@ def summarize(
     console: Console,
     seed: int,
     where: str = "records in the --out directory",
+    coverage: list[CoverageReached] | None = None,
 ) -> int:
     """The end-of-run tables from the runs' summaries; the exit status."""
     rows: dict[str, dict[str, Any]] = {}
@@ -106,6 +172,9 @@ def summarize(
                 down.append(summary.broker_down)
     for table in summary_table(list(rows.values()), signatures):
         console.print(table)
+    covered = coverage_table(coverage or [])
+    if covered is not None:
+        console.print(covered)
     for message in down:
         console.print(f"broker down: {message}", highlight=False)
     console.print(f"seed {seed}; {where}", highlight=False)

@@ -25,6 +25,7 @@ from typing import Any
 
 from ..brokers import Broker, Target
 from ..brokers.control import RemoteBroker, Restarts
+from ..coverage import Probe
 from ..engine.campaign import Campaign, CampaignSettings, TargetRun
 from ..engine.events import Emitter, Judged, RunFinished
 from ..engine.programs import ProgramSettings, run_programs
@@ -48,6 +49,7 @@ class WorkerJob:
     fuzz: CampaignSettings | None  # a fuzz campaign, with its budget
     programs: ProgramSettings | None  # then stateful programs, with theirs
     broker: RemoteBroker | None = None  # the parent's throwaway broker, restartable on request
+    coverage: tuple[Probe | None, ...] = ()  # per target: how its code's coverage is measured
 
 
 @dataclass(frozen=True)
@@ -96,14 +98,16 @@ def _work(job: WorkerJob, events: Any, parent: int) -> None:
     writer = RecordWriter(
         Path(job.out), job.run_id, f"{os.uname().nodename}-{os.getpid()}-w{job.index}"
     )
-    emit = Emitter(RecordHandler(writer), forward)
+    records = RecordHandler(writer)
+    emit = Emitter(records, forward)
     interrupted = False
     try:
         if job.fuzz is not None:
             _fuzz(job, job.fuzz, emit)
         if job.programs is not None:
             targets = [
-                TargetState(t, broker=job.broker, profile_name=job.profile) for t in job.targets
+                TargetState(t, broker=job.broker, profile_name=job.profile, coverage=probe)
+                for t, probe in zip(job.targets, _probes(job), strict=True)
             ]
             run_programs(
                 targets, job.programs, out=Path(job.out), run_id=job.run_id,
@@ -114,12 +118,19 @@ def _work(job: WorkerJob, events: Any, parent: int) -> None:
     except Exception as exc:  # reported to the parent, which prints one line
         events.put((job.index, WorkerFailed(f"{type(exc).__name__}: {exc}")))
     finally:
-        writer.close()
+        records.close()
         events.put((job.index, WorkerDone(interrupted)))
 
 
+def _probes(job: WorkerJob) -> tuple[Probe | None, ...]:
+    return job.coverage or (None,) * len(job.targets)
+
+
 def _fuzz(job: WorkerJob, config: CampaignSettings, emit: Emitter) -> None:
-    runs = [TargetRun(t, broker=job.broker, profile_name=job.profile) for t in job.targets]
+    runs = [
+        TargetRun(t, broker=job.broker, profile_name=job.profile, coverage=probe)
+        for t, probe in zip(job.targets, _probes(job), strict=True)
+    ]
     campaign = Campaign(
         runs, config, out=Path(job.out), run_id=job.run_id, prefix=job.prefix, emit=emit
     )

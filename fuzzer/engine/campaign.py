@@ -33,6 +33,7 @@ from amqpfuzz.spec import DEFAULT_PROTOCOL, OutcomeKind
 from amqpfuzz.strategies import Case, fuzz_batches, fuzz_cases
 
 from ..brokers import BrokerError
+from ..coverage import Measure
 from ..protocols import ConnectionFailed, Outcome
 from ..records import reaction_of
 from . import signatures
@@ -40,6 +41,8 @@ from .events import (
     BrokerDown,
     BrokerRestarted,
     CaseJudged,
+    CoverageReached,
+    CoverageSampled,
     DivergenceFound,
     Emitter,
     FailureFound,
@@ -89,6 +92,8 @@ class CampaignSettings:
     minimize_budget: float = 30.0  # seconds to cut a crash's traffic down, per crash
     triage_budget: float = 30.0  # seconds to pin a batch's crashes on cases
     avoid: int = 8  # a case like one behind a known crash or hang runs once in this many
+    coverage_every: float = 5.0  # seconds between two points of the broker's coverage
+    feedback: bool = True  # steer by new coverage (or, unmeasured, new reactions)
 
 
 @dataclass
@@ -111,6 +116,8 @@ class TargetRun(TargetState):
     tally: Tally = field(default_factory=Tally)
     # crashes recorded once each: signature -> (its event, how many times it happened)
     crashes: dict[str, list[Any]] = field(default_factory=dict)
+    measure: Measure | None = None  # the broker's coverage over the run, where it is measured
+    gained: int | None = None  # lines the last batch reached that none before had
 
 
 @dataclass
@@ -162,8 +169,11 @@ class Campaign:
         # finds fewer signatures in a run's first seconds)
         self._paced = config.batch
         self._dice = random.Random(config.seed)  # which avoided cases run all the same
+        self._sampled = -math.inf  # when the last point of the coverage was emitted
         for run in targets:
             run.protocol = config.protocol
+            if run.coverage is not None and run.measure is None:
+                run.measure = Measure(run.coverage)
 
     # -- setting up ------------------------------------------------------------------------
 
@@ -185,6 +195,8 @@ class Campaign:
         self.stats.started = time.monotonic()
         views = tuple(run.view() for run in self.targets)
         self.emit(RunStarted(self.run_id, "fuzz", str(self.config.seed), views))
+        self._sample()
+        self._coverage(force=True)
 
     def _runner(self, run: TargetRun) -> Runner:
         return Runner(
@@ -311,6 +323,7 @@ class Campaign:
         for run in self.targets:
             assert run.runner is not None
             runs[run.label] = run.runner.run(cases)
+        self._sample()  # before the next batch goes: the lines this one reached are its own
         pace = len(cases) * self.config.batch_seconds / max(time.monotonic() - started, 1e-3)
         self._paced = max(self._smallest_batch, min(self.config.batch, int(pace)))
         return runs
@@ -334,7 +347,28 @@ class Campaign:
             judged += self._compare(cases, outcomes)
         self.stats.cases += len(cases)
         self.emit(Progress(self.stats.cases, self.stats.failures, self.stats.xfails))
+        self._coverage()
         return judged
+
+    # -- the broker's coverage -------------------------------------------------------------
+
+    def _sample(self) -> None:
+        """Each measured target's new lines since the last sample (None: none taken)."""
+        for run in self.targets:
+            run.gained = run.measure.take() if run.measure is not None else None
+
+    def _coverage(self, force: bool = False) -> None:
+        """A point of each measured target's coverage, every ``coverage_every`` seconds."""
+        now = time.monotonic()
+        if not force and now - self._sampled < self.config.coverage_every:
+            return
+        self._sampled = now
+        for run in self.targets:
+            if run.measure is not None:
+                how = run.measure.probe.plan.how
+                counts = run.measure.counts()
+                seed, elapsed = str(self.config.seed), self.stats.elapsed
+                self.emit(CoverageSampled(run.view(), seed, elapsed, how, counts))
 
     def _after_batch(
         self, run: TargetRun, results: list[Result], traffic: tuple[Sent, ...]
@@ -583,7 +617,23 @@ class Campaign:
 
     def finish(self) -> None:
         """Close the connections, delete what the campaign created, record each crash once
-        (with how often it happened), say how it went."""
+        (with how often it happened), the broker's coverage, and say how it went."""
+        self._sample()
+        self._coverage(force=True)
+        for run in self.targets:
+            if run.measure is not None:
+                measure = run.measure
+                self.emit(
+                    CoverageReached(
+                        run.view(),
+                        str(self.config.seed),
+                        self.stats.elapsed,
+                        measure.probe.plan.how,
+                        measure.counts(),
+                        {m: tuple(sorted(lines)) for m, lines in measure.lines.items()},
+                        {m: tuple(fs) for m, fs in measure.unreached().items()},
+                    )
+                )
         for run in self.targets:
             if run.runner is not None:
                 run.runner.close()

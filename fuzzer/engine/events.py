@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ..coverage import ModuleCount, set_totals
 from ..records import describe
 
 if TYPE_CHECKING:
@@ -29,6 +30,8 @@ __all__ = [
     "BrokerDown",
     "BrokerRestarted",
     "CaseJudged",
+    "CoverageReached",
+    "CoverageSampled",
     "DivergenceFound",
     "Emitter",
     "Event",
@@ -229,6 +232,39 @@ class BrokerRestarted:
 
 
 @dataclass(frozen=True, slots=True)
+class CoverageSampled:
+    """The broker's code covered so far in the run (lines, per module of the plan): a point
+    of the run's coverage over time, every few seconds."""
+
+    target: TargetView
+    seed: str
+    elapsed: float
+    how: str  # erlang-cover, coverage.py
+    modules: tuple[ModuleCount, ...]
+
+    def sets(self) -> dict[str, tuple[int, int]]:
+        """Covered and relevant lines per named set."""
+        return set_totals(self.modules)
+
+
+@dataclass(frozen=True, slots=True)
+class CoverageReached:
+    """The broker's code covered when a campaign ends: the lines themselves (so that the
+    workers of one run are joined), and the functions no sample showed entered."""
+
+    target: TargetView
+    seed: str
+    elapsed: float
+    how: str
+    modules: tuple[ModuleCount, ...]
+    lines: Mapping[str, tuple[int, ...]]
+    unreached: Mapping[str, tuple[tuple[str, int], ...]]  # function and its relevant lines
+
+    def sets(self) -> dict[str, tuple[int, int]]:
+        return set_totals(self.modules)
+
+
+@dataclass(frozen=True, slots=True)
 class Progress:
     """Totals so far, after each batch or round."""
 
@@ -271,6 +307,8 @@ Event = (
     | FailureShrunk
     | BrokerDown
     | BrokerRestarted
+    | CoverageSampled
+    | CoverageReached
     | Progress
     | RunFinished
 )

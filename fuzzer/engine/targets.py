@@ -14,6 +14,7 @@ from amqpfuzz.spec import DEFAULT_PROTOCOL, family_of
 from ..brokers import Target
 from ..brokers.control import AnyBroker
 from ..brokers.profiles import Deviation, Profile, find_profile
+from ..coverage import Probe
 from ..protocols import Announced, Driver
 from ..protocols.families import driver_for
 from .events import TargetView
@@ -31,6 +32,7 @@ class TargetState:
     profile_name: str | None = None
     announced: Announced = field(default_factory=Announced)
     profile: Profile | None = None
+    coverage: Probe | None = None  # how its code's coverage is measured, where it can be
     _views: dict[str, TargetView] = field(default_factory=dict, repr=False, compare=False)
 
     @property

@@ -4,6 +4,8 @@ of failures (:mod:`.reproducers`). Nothing here imports the engine: the reports 
 contract, and :mod:`amqpfuzz.fuzzer.recording` makes records of the engine's events."""
 
 from .contract import (
+    COVERAGE_FIELDS,
+    COVERAGE_SCHEMA,
     FIELDS,
     OUTCOMES,
     RECORD_KINDS,
@@ -12,6 +14,7 @@ from .contract import (
     TOOL_VERSION,
     VERDICTS,
     RecordError,
+    coverage_record,
     describe,
     reaction_of,
     read_records,
@@ -22,6 +25,8 @@ from .reproducers import ReproducerError, load_reproducer, write_reproducer
 from .writer import RecordWriter
 
 __all__ = [
+    "COVERAGE_FIELDS",
+    "COVERAGE_SCHEMA",
     "FIELDS",
     "OUTCOMES",
     "RECORD_KINDS",
@@ -32,6 +37,7 @@ __all__ = [
     "RecordError",
     "RecordWriter",
     "ReproducerError",
+    "coverage_record",
     "describe",
     "load_reproducer",
     "reaction_of",

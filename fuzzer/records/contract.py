@@ -6,6 +6,11 @@ its name ends in ``.part``, and :meth:`RecordWriter.close` renames it atomically
 ``records-<run>-<worker>.jsonl``. The fields below are the core the reports rely on
 (``SCHEMA_VERSION`` says which set); more may be added, never renamed or retyped.
 
+The broker's own code coverage goes to ``coverage-<run>-<worker>.jsonl`` files beside them, one
+record per point of a run's coverage over time (:func:`coverage_record`, :data:`COVERAGE_FIELDS`):
+a record per target every few seconds, and a last one (``final``) with the lines themselves and
+the functions never entered.
+
 Schema 2 made the reactions (``expected``, ``observed``) protocol-neutral: beside the outcome
 and 0-9-1's reply code and class/method ids they carry the ``scope`` that closed (connection,
 channel, session, link) and the ``condition`` (AMQP 1.0's error symbol). Readers take schema 1
@@ -29,6 +34,8 @@ from amqpfuzz.spec import AmqpfuzzError, OutcomeKind
 from ..protocols.outcome import Outcome, in_words
 
 __all__ = [
+    "COVERAGE_FIELDS",
+    "COVERAGE_SCHEMA",
     "FIELDS",
     "OUTCOMES",
     "RECORD_KINDS",
@@ -37,6 +44,7 @@ __all__ = [
     "TOOL_VERSION",
     "VERDICTS",
     "RecordError",
+    "coverage_record",
     "describe",
     "reaction_of",
     "read_records",
@@ -71,6 +79,27 @@ FIELDS: Mapping[str, str] = {
     "verdict": "string: " + ", ".join(VERDICTS),
     "failure": "object {oracle, signature, message} or null",
     "reproducer": "string or null",
+}
+
+
+COVERAGE_SCHEMA = 1
+# A coverage record's fields (the module rows: {module, set, covered, relevant}; ``set`` is the
+# named set a module counts in, or null for one measured for steering only).
+COVERAGE_FIELDS: Mapping[str, str] = {
+    "schema_version": "int",
+    "run_id": "string",
+    "worker": "string",
+    "seq": "int",
+    "ts": "string (ISO 8601, UTC)",
+    "tool_version": "string",
+    "seed": "string",
+    "target": "object {label, url, product, version, protocol}",
+    "how": "string: erlang-cover or coverage.py",
+    "elapsed_s": "float: seconds into the campaign",
+    "final": "bool: the campaign's last point",
+    "modules": "array of {module, set, covered, relevant}",
+    "lines": "object module -> covered line numbers (final records only)",
+    "unreached": "object module -> [[function, relevant lines], ...] (final records only)",
 }
 
 
@@ -123,6 +152,40 @@ def record(
         "reproducer": reproducer,
         **extra,
     }
+
+
+def coverage_record(
+    *,
+    run_id: str,
+    worker: str,
+    seq: int,
+    seed: str,
+    target: Mapping[str, Any],
+    how: str,
+    elapsed_s: float,
+    modules: list[Mapping[str, Any]],
+    lines: Mapping[str, list[int]] | None = None,
+    unreached: Mapping[str, list[list[Any]]] | None = None,
+) -> dict[str, Any]:
+    """One coverage record (a final one when it has ``lines``)."""
+    found = {
+        "schema_version": COVERAGE_SCHEMA,
+        "run_id": run_id,
+        "worker": worker,
+        "seq": seq,
+        "ts": dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds"),
+        "tool_version": TOOL_VERSION,
+        "seed": seed,
+        "target": dict(target),
+        "how": how,
+        "elapsed_s": round(elapsed_s, 3),
+        "final": lines is not None,
+        "modules": [dict(m) for m in modules],
+    }
+    if lines is not None:
+        found["lines"] = {m: list(ls) for m, ls in lines.items()}
+        found["unreached"] = {m: [list(f) for f in fs] for m, fs in (unreached or {}).items()}
+    return found
 
 
 def worker_name() -> str:

@@ -2,7 +2,8 @@
 
 A :class:`RecordWriter` appends and flushes every record, so a killed run loses at most the
 line it was writing; while a file is being written its name ends in ``.part``, and
-:meth:`RecordWriter.close` renames it atomically to ``records-<run>-<worker>.jsonl``. The
+:meth:`RecordWriter.close` renames it atomically to ``records-<run>-<worker>.jsonl`` (a
+coverage file, ``coverage-<run>-<worker>.jsonl``). The
 engine never writes a record itself: :class:`amqpfuzz.fuzzer.recording.RecordHandler` turns
 each judged event into one.
 """
@@ -23,12 +24,19 @@ __all__ = ["RecordWriter"]
 class RecordWriter:
     """Appends records to this worker's file in ``directory``, one flushed line each."""
 
-    def __init__(self, directory: Path | str, run_id: str, worker: str | None = None) -> None:
+    def __init__(
+        self,
+        directory: Path | str,
+        run_id: str,
+        worker: str | None = None,
+        *,
+        stem: str = "records",
+    ) -> None:
         self.directory = Path(directory)
         self.directory.mkdir(parents=True, exist_ok=True)
         self.run_id = run_id
         self.worker = worker or worker_name()
-        self.path = self.directory / f"records-{run_id}-{self.worker}.jsonl"
+        self.path = self.directory / f"{stem}-{run_id}-{self.worker}.jsonl"
         self.part = self.path.with_name(self.path.name + ".part")
         self._file: IO[str] | None = self.part.open("a", encoding="utf-8")
         self.seq = 0
