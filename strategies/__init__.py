@@ -42,6 +42,7 @@ from .amqp091 import (
     method_frames,
 )
 from .amqp10 import composites, connection_frames_of, messages, type_values
+from .arms import Arm, Chooser
 from .cases import Case, Code, ErrorCode, Placement, Reaction, Step
 from .family import StrategyFamily
 from .operator import Built, Operator, Special
@@ -49,8 +50,10 @@ from .operator import Built, Operator, Special
 __all__ = [
     "CASE_CHANNEL",
     "FAMILIES",
+    "Arm",
     "Built",
     "Case",
+    "Chooser",
     "Code",
     "ErrorCode",
     "Operator",
@@ -117,18 +120,25 @@ def case_builder(
     operators: Sequence[str] | None = None,
     *,
     valid_share: float = 0.25,
+    traffic_share: float = 0.0,
+    state_share: float = 0.0,
     protocol: str = DEFAULT_PROTOCOL,
     frame_max: int | None = None,
     prefix: str | None = None,
     **options: Any,
-) -> Callable[[bytes], Case]:
-    """What :func:`fuzz_cases` maps its blobs through: reads a valid case about
-    ``valid_share`` of the time, else a malformed one, from a blob of the family's size."""
+) -> Chooser:
+    """What :func:`fuzz_cases` maps its blobs through (a :class:`Chooser`: it also says which
+    arm a blob reads as, and aims a blob at an arm): a valid case of one method about
+    ``valid_share`` of the time, valid traffic ``traffic_share``, a malformed case after
+    valid traffic ``state_share``, else a malformed case alone, from a blob of the family's
+    size."""
     return building.case_builder(
         family_for(protocol),
         protocol,
         operators=operators,
         valid_share=valid_share,
+        traffic_share=traffic_share,
+        state_share=state_share,
         frame_max=frame_max,
         prefix=prefix,
         **options,
@@ -169,6 +179,8 @@ def fuzz_cases(
     operators: Sequence[str] | None = None,
     *,
     valid_share: float = 0.25,
+    traffic_share: float = 0.0,
+    state_share: float = 0.0,
     protocol: str = DEFAULT_PROTOCOL,
     frame_max: int = 131072,
     prefix: str | None = None,
@@ -176,14 +188,18 @@ def fuzz_cases(
 ) -> st.SearchStrategy[Case]:
     """What a campaign sends: valid cases (any method a client may send on an open channel,
     with the reaction its method requires) about ``valid_share`` of the time, malformed cases
-    (:func:`malformed_cases`) otherwise. ``frame_max`` is the one negotiated on the
-    connection the cases will run on; with ``prefix``, every name a case creates starts with
-    it. ``options`` go to the family (0-9-1: ``dialect``). One blob decides which kind and
-    feeds the case, so Hypothesis shrinks towards a valid case of the first method, then the
-    first operator."""
+    (:func:`malformed_cases`) otherwise; valid traffic in state ``traffic_share`` of the time
+    and malformed cases after such traffic ``state_share`` (both none by default). ``frame_max``
+    is the one negotiated on the connection the cases will run on; with ``prefix``, every name
+    a case creates starts with it. ``options`` go to the family (0-9-1: ``dialect``; 0-9-1 and
+    1.0: ``traffic``, a broker's profile's data). One blob decides which kind and feeds the
+    case, so Hypothesis shrinks towards a valid case of the first method, then the first
+    operator."""
     build = case_builder(
         operators,
         valid_share=valid_share,
+        traffic_share=traffic_share,
+        state_share=state_share,
         protocol=protocol,
         frame_max=frame_max,
         prefix=prefix,
@@ -197,6 +213,8 @@ def fuzz_batches(
     operators: Sequence[str] | None = None,
     *,
     valid_share: float = 0.25,
+    traffic_share: float = 0.0,
+    state_share: float = 0.0,
     protocol: str = DEFAULT_PROTOCOL,
     frame_max: int = 131072,
     prefix: str | None = None,
@@ -212,6 +230,8 @@ def fuzz_batches(
     build = case_builder(
         operators,
         valid_share=valid_share,
+        traffic_share=traffic_share,
+        state_share=state_share,
         protocol=protocol,
         frame_max=frame_max,
         prefix=prefix,

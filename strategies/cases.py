@@ -74,7 +74,8 @@ class Reaction:
     specification does not forbid outright (a deeply nested table): the broker may accept
     them, but must stay up. ``tolerated`` are, for a valid case, the codes its method's rules
     name: arguments drawn at random may well ask for a queue that does not exist, and the
-    specification says which close answers that.
+    specification says which close answers that; for a malformed case sent after valid
+    traffic, the channel closes the traffic's methods' rules name (it may be refused first).
     """
 
     outcome: OutcomeKind
@@ -94,10 +95,10 @@ class Reaction:
 
     def accepts(self, outcome: str, code: int | str | None) -> bool:
         """Whether a broker's reaction (an outcome and its code) is what this allows."""
+        if any(c.value == code and Scope(c.scope).close == outcome for c in self.tolerated):
+            return True
         if self.outcome == OutcomeKind.REPLY:
-            return outcome == OutcomeKind.REPLY or any(
-                c.value == code and Scope(c.scope).close == outcome for c in self.tolerated
-            )
+            return outcome == OutcomeKind.REPLY
         if outcome == OutcomeKind.REPLY:
             return self.or_reply
         if not self.codes:  # a close that carries no code (1.0: the socket after a header)

@@ -4,20 +4,22 @@ builders every family shares, made from it.
 Each family package exports ``FAMILY``, an object satisfying :class:`StrategyFamily`: the size
 of the blob a case is read from, a context (what its operators and valid cases draw from:
 the model, its codec, the negotiated frame size, the run's prefix), its catalogue of
-operators, the methods valid cases are drawn from and how a valid case is read. Everything
-else (mixing valid and malformed cases, choosing operators) is the same for every family and
-written once, here.
+operators, the methods valid cases are drawn from and how a valid case is read, its valid
+traffic in state and how a malformed case is put in state. Everything else (the parts and arms
+a case is read with, :mod:`.arms`) is the same for every family and written once, here.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol, TypeVar
 
 from hypothesis.errors import InvalidArgument
 
+from .arms import Arm, Chooser, Part
 from .cases import Case
-from .operator import Operator, mixed_builder, pick_operator, selected
+from .operator import Operator, pick_operator, selected
 from .source import Source
 
 __all__ = [
@@ -61,6 +63,14 @@ class StrategyFamily(Protocol[C]):
         """Reads a valid case of one of ``methods`` (by default every one of
         :meth:`case_methods`) from a source (InvalidArgument for a method it cannot send)."""
 
+    def traffic(self, context: C) -> tuple[Arm, ...]:
+        """Valid traffic in state, one arm per shape: sequences that build on what they made
+        (none: the family has no traffic yet)."""
+
+    def in_state(self, context: C) -> Callable[[Source, Case], Case] | None:
+        """Puts a malformed case after valid traffic that leaves its channel (session) in
+        state, reading the traffic from the source (None: the family cannot yet)."""
+
 
 def only(protocol: str, wanted: str, family: str) -> str:
     """``protocol``, which must be ``wanted``, the one protocol of ``family`` (InvalidArgument
@@ -89,16 +99,55 @@ def case_builder(
     *,
     operators: Sequence[str] | None = None,
     valid_share: float = 0.25,
+    traffic_share: float = 0.0,
+    state_share: float = 0.0,
     frame_max: int | None = None,
     prefix: str | None = None,
     **options: Any,
-) -> Callable[[bytes], Case]:
-    """Reads what a campaign sends from a blob: a valid case about ``valid_share`` of the
-    time, else a malformed case of ``operators``. The blob's first byte decides which, so a
-    zeroed blob reads as the first method's valid case."""
+) -> Chooser:
+    """Reads what a campaign sends from a blob (:class:`~.arms.Chooser`): a valid case of one
+    method ``valid_share`` of the time, valid traffic ``traffic_share``, a malformed case of
+    ``operators`` after valid traffic ``state_share``, else a malformed case alone (a family
+    without traffic gives its share to valid cases of one method; without cases in state, to
+    malformed cases alone). The blob's first byte decides which, the
+    next the arm (method, shape, operator), so a zeroed blob reads as the first method's
+    valid case."""
+    for name, share in (("valid_share", valid_share), ("traffic_share", traffic_share),
+                        ("state_share", state_share)):  # fmt: skip
+        if not 0.0 <= share <= 1.0:
+            raise InvalidArgument(f"{name}={share!r}: must be between 0 and 1")
+    if valid_share + traffic_share + state_share > 1.0:
+        raise InvalidArgument("valid_share + traffic_share + state_share: at most 1")
     context = family.context(protocol, frame_max=frame_max, prefix=prefix, **options)
     chosen = selected(family.catalogue(protocol), operators, protocol)
-    return mixed_builder(family.valid(context, None), pick_operator(chosen, context), valid_share)
+    valid = tuple(Arm(m, family.valid(context, (m,))) for m in family.case_methods(context))
+    malformed = tuple(Arm(op.name, functools.partial(op.case, context=context)) for op in chosen)
+    put = family.in_state(context)
+    state = (
+        ()
+        if put is None or not chosen
+        else tuple(Arm(f"{op.name} in state", _in_state(op, context, put)) for op in chosen)
+    )
+    traffic = family.traffic(context)
+    rest = 1.0 - valid_share - traffic_share - state_share
+    if not traffic:  # a family without traffic: valid cases of one method take its share
+        valid_share, traffic_share = valid_share + traffic_share, 0.0
+    if not state:  # nor cases in state: malformed cases alone take theirs
+        rest, state_share = rest + state_share, 0.0
+    return Chooser(
+        (
+            Part("valid", valid_share, valid),
+            Part("traffic", traffic_share, traffic),
+            Part("state", state_share, state),
+            Part("malformed", rest, malformed),
+        )
+    )
+
+
+def _in_state(
+    operator: Operator, context: Any, put: Callable[[Source, Case], Case]
+) -> Callable[[Source], Case]:
+    return lambda src: put(src, operator.case(src, context))
 
 
 def valid_case_builder(

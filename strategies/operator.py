@@ -33,7 +33,6 @@ __all__ = [
     "CodeBook",
     "Operator",
     "Special",
-    "mixed_builder",
     "pick_operator",
     "registrar",
     "selected",
@@ -234,20 +233,3 @@ def pick_operator(operators: Sequence[Operator], context: Any) -> Callable[[Sour
     """Reads an operator, then its case, from a source; zeros read as the first operator."""
     chosen = tuple(operators)
     return lambda src: chosen[src.below(len(chosen))].case(src, context)
-
-
-def mixed_builder(
-    good: Callable[[Source], Case], bad: Callable[[Source], Case], valid_share: float
-) -> Callable[[bytes], Case]:
-    """Reads what a campaign sends from a blob: a valid case about ``valid_share`` of the time,
-    else a malformed one. The blob's first byte decides, so a zeroed blob reads as the first
-    valid case."""
-    if not 0.0 <= valid_share <= 1.0:
-        raise InvalidArgument(f"valid_share={valid_share!r}: must be between 0 and 1")
-    cut = round(valid_share * 256)
-
-    def build(blob: bytes) -> Case:
-        src = Source(blob)
-        return good(src) if src.byte() < cut else bad(src)
-
-    return build

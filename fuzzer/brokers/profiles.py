@@ -16,6 +16,10 @@ A profile is a TOML file per broker and version (``fuzzer/brokers/deviations/``,
     reason = "RabbitMQ does not implement basic.recover with requeue=false"
     observed = "connection-close 540 NOT_IMPLEMENTED"
 
+A profile may also say what valid traffic can use of the broker beyond the specification (a
+``[traffic]`` table: values for fields it refuses otherwise, the arguments it reads, message
+properties and headers it interprets; :class:`amqpfuzz.strategies.amqp091.traffic.Traffic`).
+
 A deviation matches a failure by its ``signature``, or a scenario or a case by its ``rule`` (a
 spec reference: ``file.*`` is every method of the file class; both with shell-style
 wildcards), or a whole operator by ``mutation``; a ``rule`` deviation may name its ``protocol``
@@ -29,8 +33,10 @@ from __future__ import annotations
 
 import fnmatch
 import tomllib
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from amqpfuzz.spec import AmqpfuzzError, family_of
 
@@ -91,6 +97,8 @@ class Profile:
     kind: str = ""  # a throwaway broker kind whose peer announces no product (Proton's broker)
     protocols: tuple[str, ...] = ()  # only these protocols of the family; () for all of them
     notice: str = ""  # what a run on such a broker says first (a protocol it does not speak)
+    # what valid traffic can use of the broker beyond the specification (its [traffic] table)
+    traffic: Mapping[str, Any] = field(default_factory=dict)
 
     def deviation(
         self,
@@ -133,8 +141,11 @@ def load_profile(path: Path | str, extending: tuple[str, ...] = ()) -> Profile:
     try:
         deviations = tuple(_deviation(path, i, d) for i, d in enumerate(data.get("deviation", [])))
         family = str(data.get("family", "amqp091"))
-        if "extends" in data:  # its own deviations first, then the base's
-            deviations += _base(path, str(data["extends"]), family, extending).deviations
+        traffic: Mapping[str, Any] = _traffic(path, data.get("traffic", {}))
+        if "extends" in data:  # its own deviations first, then the base's; its traffic, or theirs
+            base = _base(path, str(data["extends"]), family, extending)
+            deviations += base.deviations
+            traffic = traffic or base.traffic
         return Profile(
             name=path.stem,
             product=str(data["product"]),
@@ -145,6 +156,7 @@ def load_profile(path: Path | str, extending: tuple[str, ...] = ()) -> Profile:
             kind=str(data.get("kind", "")),
             protocols=tuple(str(p) for p in data.get("protocols", ())),
             notice=str(data.get("notice", "")),
+            traffic=traffic,
         )
     except KeyError as exc:
         raise ProfileError(f"{path}: missing key {exc}") from None
@@ -161,6 +173,44 @@ def _base(path: Path, name: str, family: str, extending: tuple[str, ...]) -> Pro
     if profile.family != family:
         raise ProfileError(f"{path}: extends {name!r}, a profile for the {profile.family} family")
     return profile
+
+
+def _traffic(path: Path, data: object) -> dict[str, Any]:
+    """The ``[traffic]`` table: tables (one level deeper for ``arguments``) of lists."""
+    if not isinstance(data, dict):
+        raise ProfileError(f"{path}: traffic is a table")
+    for section, entries in data.items():
+        known = (
+            "fields", "arguments", "properties", "headers", "addresses", "awaits", "apart",
+            "requires", "variants",
+        )  # fmt: skip
+        if section not in known:
+            raise ProfileError(f"{path}: traffic.{section} is not a section amqpfuzz reads")
+        if section in ("addresses", "awaits", "apart"):
+            if not isinstance(entries, list):
+                raise ProfileError(f"{path}: traffic.{section} is a list")
+            continue
+        if section == "variants":
+            if not isinstance(entries, list) or not all(
+                isinstance(v, dict) and "method" in v and isinstance(v.get("when", {}), dict)
+                for v in entries
+            ):
+                raise ProfileError(f"{path}: traffic.variants: tables with a method and when")
+            continue
+        if not isinstance(entries, dict):
+            raise ProfileError(f"{path}: traffic.{section} is a table")
+        lists = (
+            entries.values()
+            if section != "arguments"
+            else [
+                v for table in entries.values() if isinstance(table, dict) for v in table.values()
+            ]
+        )
+        if section == "arguments" and not all(isinstance(t, dict) for t in entries.values()):
+            raise ProfileError(f"{path}: traffic.arguments holds a table per method")
+        if not all(isinstance(v, list) for v in lists):
+            raise ProfileError(f"{path}: traffic.{section}: each value is a list to pick from")
+    return data
 
 
 def _deviation(path: Path, index: int, data: dict[str, object]) -> Deviation:

@@ -116,9 +116,23 @@ def _positive(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
 @click.option(
     "--valid-share",
     type=click.FloatRange(0, 1),
-    default=0.25,
+    default=0.15,
     show_default=True,
-    help="Share of valid cases.",
+    help="Share of valid cases of one method.",
+)
+@click.option(
+    "--traffic-share",
+    type=click.FloatRange(0, 1),
+    default=0.3,
+    show_default=True,
+    help="Share of valid traffic in state: walks of methods that build on what they made.",
+)
+@click.option(
+    "--state-share",
+    type=click.FloatRange(0, 1),
+    default=0.2,
+    show_default=True,
+    help="Share of malformed cases sent after valid traffic, on a channel in state.",
 )
 @click.option(
     "--timeout",
@@ -187,6 +201,8 @@ def _run(
     profile: str | None,
     operators: str | None,
     valid_share: float,
+    traffic_share: float,
+    state_share: float,
     timeout: float,
     allow_remote: bool,
     ca_file: str | None,
@@ -219,6 +235,8 @@ def _run(
             raise BadInput(why)
     if profile:
         find_profile(profile, protocol=protocol)  # a bad name or file: bad input, said now
+    if valid_share + traffic_share + state_share > 1:
+        raise BadInput("--valid-share, --traffic-share and --state-share add up to more than 1")
     seed = seed if seed is not None else secrets.randbelow(2**32)
     run_id = uuid.uuid4().hex[:12]
     chosen = tuple(o.strip() for o in operators.split(",")) if operators else None
@@ -235,6 +253,8 @@ def _run(
         seed=seed,
         operators=chosen,
         valid_share=valid_share,
+        traffic_share=traffic_share,
+        state_share=state_share,
         timeout=timeout,
         protocol=protocol,
         shrink=not no_shrink,

@@ -78,7 +78,9 @@ class CampaignSettings:
     # a batch holds about as many cases as the targets ran in this long (at most ``batch``):
     # a slow target's batches stay short, so that the run ends close to its budget
     batch_seconds: float = 2.0
-    valid_share: float = 0.25
+    valid_share: float = 0.15  # valid cases of one method
+    traffic_share: float = 0.3  # valid traffic in state (families that have it)
+    state_share: float = 0.2  # malformed cases after valid traffic (families that have it)
     operators: tuple[str, ...] | None = None
     timeout: float = 5.0
     in_flight: int = 32
@@ -216,10 +218,19 @@ class Campaign:
         return {
             "operators": self.config.operators,
             "valid_share": self.config.valid_share,
+            "traffic_share": self.config.traffic_share,
+            "state_share": self.config.state_share,
+            "traffic": self._traffic(),
             "protocol": self.config.protocol,
             "frame_max": self.frame_max,
             "prefix": self.prefix,
         }
+
+    def _traffic(self) -> Any:
+        """What valid traffic may use of the broker beyond the specification: the first
+        target's profile's (cases are the same for every target)."""
+        profile = self.targets[0].profile if self.targets else None
+        return dict(profile.traffic) if profile is not None and profile.traffic else None
 
     @property
     def frame_max(self) -> int:
@@ -302,7 +313,8 @@ class Campaign:
         if not self._avoided:
             return cases
         chosen = self.config.operators
-        if chosen and not self.config.valid_share and self._avoided >= set(chosen):
+        valid = self.config.valid_share + self.config.traffic_share
+        if chosen and not valid and self._avoided >= set(chosen):
             return cases  # nothing else to spend it on
         return [
             c

@@ -207,7 +207,7 @@ class OwnConnections:
         connection, control = flight.connection, self.driver.rules.control
         if control in connection.closed_channels:
             return True
-        replies = self.driver.rules.probe_replies
+        replies = self.driver.answers(flight.case)
         got = sum(1 for f in connection.inbox.get(control, ()) if getattr(f, "name", "") in replies)
         return got > flight.echoes
 
@@ -215,7 +215,7 @@ class OwnConnections:
         """What came of the case (read from what its connection has, waiting for nothing more
         than the replies a valid case is still due), the connection let go."""
         connection, case, control = flight.connection, flight.case, self.driver.rules.control
-        replies = self.driver.rules.probe_replies
+        replies = self.driver.answers(case)
         frames, end = connection.collect(control, replies, 0.0, flight.echoes)
         if isinstance(end, Outcome) and end.kind == OutcomeKind.TIMEOUT:
             end = Outcome(

@@ -85,6 +85,12 @@ class Lane:
     channels: deque[int] = field(default_factory=deque)  # open, ready for an "open" case
     next_channel: int = 1
     closing: bytes = b""  # channel closes that go out with the next group
+    sent: int = 0  # cases sent on its connection
+
+
+# Cases a lane's connection carries before it is closed and another opened: what the cases
+# made that goes with its connection (exclusive queues) goes then, not at the run's end.
+RECYCLE = 4000
 
 
 def _abort_spare(future: Future[Connection]) -> None:
@@ -185,10 +191,13 @@ class Runner(OwnConnections):
             return Outcome(OutcomeKind.BROKER_DOWN, text=str(exc))
 
     def _lane(self, lane: Lane) -> Connection:
+        if lane.connection is not None and lane.connection.alive and lane.sent >= RECYCLE:
+            lane.connection.close()
         if lane.connection is None or not lane.connection.alive:
             lane.connection = self._open()
             lane.channels.clear()
             lane.closing = b""
+            lane.sent = 0
         return lane.connection
 
     def alive(self) -> bool:
@@ -372,6 +381,7 @@ class Runner(OwnConnections):
             return {i: self._judged(case, down, 0, 0.0, b"", sent=False) for i, case in group}
         started = time.monotonic()
         placed: Placed = []
+        lane.sent += len(group)
         out = [lane.closing]
         self._log(connection, False, None, lane.closing)
         lane.closing = b""
@@ -410,7 +420,6 @@ class Runner(OwnConnections):
         assert connection is not None
         results = {}
         unknown = []
-        replies = self.driver.rules.probe_replies
         # one for all the cases sent together (every lane's): a hang costs one timeout
         deadline = (placed[0][4] if placed else time.monotonic()) + self.timeout
         hung = False
@@ -419,8 +428,11 @@ class Runner(OwnConnections):
                 unknown.append((i, case))
                 continue
             echoes = self.driver.echoes(case)
+            replies = self.driver.answers(case)
             left = max(0.0, deadline - time.monotonic())
             frames, end = connection.collect(channel, replies, left, echoes)
+            if not isinstance(end, Outcome) and not self.driver.probes(case):
+                frames = [*frames, end]  # no probe went: the answer is the case's own
             self._note(case, frames)  # a name the broker gave it, too
             if len(placed) > 1 and end is connection.ended:
                 unknown.append((i, case))
@@ -430,8 +442,6 @@ class Runner(OwnConnections):
                 end = Outcome(
                     OutcomeKind.TIMEOUT, text=f"no {' or '.join(replies)} in {self.timeout:g} s"
                 )
-            if not isinstance(end, Outcome) and not self.driver.probes(case):
-                frames = [*frames, end]  # no probe went: the answer is the case's own
             outcome = self._outcome(case, frames, end, connection, channel, deadline)
             if outcome.kind == OutcomeKind.REPLY:
                 self._release(lane, case, channel)

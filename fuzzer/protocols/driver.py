@@ -135,6 +135,10 @@ class Lanes(Protocol):
         """A cheap synchronous request whose answer (one of the rules' ``probe_replies``)
         proves ``channel`` survived what went before it."""
 
+    def answers(self, case: Case) -> tuple[str, ...]:
+        """The replies that prove ``case`` done and its channel alive: the probe's, or where
+        no probe goes behind it (:meth:`probes`), the case's own last answer."""
+
     def echoes(self, case: Case) -> int:
         """How many answers like the probe's the case itself asks for."""
 
@@ -192,3 +196,6 @@ class Driver(Handshake, Lanes, Cleanup, Replays):
 
     def probes(self, case: Case) -> bool:
         return True
+
+    def answers(self, case: Case) -> tuple[str, ...]:
+        return self.rules.probe_replies

@@ -88,11 +88,16 @@ class SequenceChecker:
     """Follows the frames sent on one open connection (after the handshake).
 
     Channel 0 carries the connection class; every other class belongs on channels 1 and up.
-    ``open_channels`` are the channels already open when checking starts.
+    ``open_channels`` are the channels already open when checking starts. ``sender`` (``client``
+    or ``server``), when given, is the peer whose frames these are: a method its chassis does
+    not let that peer send is ``command-invalid``.
     """
 
-    def __init__(self, spec: Spec, open_channels: tuple[int, ...] = ()) -> None:
+    def __init__(
+        self, spec: Spec, open_channels: tuple[int, ...] = (), sender: str | None = None
+    ) -> None:
         self.spec = spec
+        self.sender = sender
         self.channels: dict[int, ChannelState] = {c: S.OPEN for c in open_channels}
         self._assembling: dict[int, tuple[int, int]] = {}  # channel -> (class id, bytes left)
         # the connection class alone: 0-8's and 0-9's access class has the connection's
@@ -118,6 +123,12 @@ class SequenceChecker:
             if frame.channel:
                 return Ruling(frame, "unexpected-frame", "heartbeat on a channel")
             return Ruling(frame)
+        if (
+            isinstance(frame, MethodFrame)
+            and self.sender is not None
+            and not frame.method.sent_by(self.sender)
+        ):
+            return Ruling(frame, "command-invalid", f"{frame.name} is not the {self.sender}'s")
         if isinstance(frame, MethodFrame) and frame.channel == 0:
             if frame.method.class_index in self._connection_classes:
                 return Ruling(frame)

@@ -9,6 +9,7 @@ from hypothesis.errors import InvalidArgument
 
 from amqpfuzz.spec.amqp010.codec import MAX_FRAME_SIZE, Codec, codec_for
 
+from ..arms import Arm
 from ..cases import Case
 from ..family import no_options, only, prefix_of
 from ..operator import Operator
@@ -51,8 +52,11 @@ class Amqp010Strategies:
         *,
         frame_max: int | None = None,
         prefix: str | None = None,
+        traffic: Any = None,
         **options: Any,
     ) -> Context:
+        """(``traffic``, a broker's profile's data for valid traffic, is taken and unused:
+        0-10 has no traffic yet.)"""
         no_options(options, self.name)
         codec = codec_of(protocol)
         frame_max = DEFAULT_FRAME if frame_max is None else frame_max
@@ -71,6 +75,12 @@ class Amqp010Strategies:
 
     def valid(self, context: Context, methods: Sequence[str] | None) -> Callable[[Source], Case]:
         return valid_builder(context, names_of(methods, case_commands(context), "methods"))
+
+    def traffic(self, context: Context) -> tuple[Arm, ...]:
+        return ()
+
+    def in_state(self, context: Context) -> Callable[[Source, Case], Case] | None:
+        return None
 
 
 FAMILY = Amqp010Strategies()

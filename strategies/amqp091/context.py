@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
+from typing import TYPE_CHECKING
 
 from amqpfuzz.spec.amqp091 import Constant, Field, Method, Spec
 from amqpfuzz.spec.amqp091.codec import Codec, ContentHeader, Frame, MethodFrame
@@ -23,6 +24,9 @@ from amqpfuzz.spec.amqp091.codec import Codec, ContentHeader, Frame, MethodFrame
 from .frames import ENTITY_DOMAINS, ZERO, argument_builder
 from .source import Source, field_generator
 from .wire import CASE_CHANNEL, WireFrame, wire_frame
+
+if TYPE_CHECKING:
+    from .traffic import Traffic
 
 __all__ = ["CODES", "Constants", "Context"]
 
@@ -35,11 +39,32 @@ class Context:
     codec: Codec
     frame_max: int
     prefix: str | None = None
+    # what the broker accepts beyond the specification, for valid traffic (its profile's)
+    traffic: Traffic | None = field(default=None, compare=False, hash=False)
 
     @cached_property
     def client_methods(self) -> tuple[Method, ...]:
         """Every method a client may send, in the XML's order."""
         return tuple(m for m in self.spec.methods if m.sent_by("client"))
+
+    @cached_property
+    def server_methods(self) -> tuple[Method, ...]:
+        """Every method only a server sends (its chassis names no client), in the XML's
+        order."""
+        return tuple(
+            m for m in self.spec.methods if m.sent_by("server") and not m.sent_by("client")
+        )
+
+    @cached_property
+    def traffic_methods(self) -> tuple[Method, ...]:
+        """What valid traffic sends: the channel methods, and those of the channel class that
+        neither open nor close it (``flow``)."""
+        keeps = tuple(
+            m
+            for m in self.client_methods
+            if m.class_name == "channel" and m.name not in ("open", "close") and m.responses
+        )
+        return self.channel_methods + keeps
 
     @cached_property
     def channel_methods(self) -> tuple[Method, ...]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from hypothesis.errors import InvalidArgument
@@ -10,14 +10,15 @@ from hypothesis.errors import InvalidArgument
 from amqpfuzz.spec.amqp091 import Spec
 from amqpfuzz.spec.amqp091.codec import codec_for
 
+from ..arms import Arm
 from ..cases import Case
 from ..family import no_options
 from ..operator import Operator
 from ..source import Source
 from .checks import dialect_of, frame_max_of, method_of, spec_of
 from .context import Context
-from .frames import BLOB
 from .operators import catalogue
+from .traffic import Traffic, in_state, traffic_arms
 from .valid import valid_builder
 
 __all__ = ["FAMILY", "Amqp091Strategies"]
@@ -26,11 +27,12 @@ DEFAULT_FRAME = 131072
 
 
 class Amqp091Strategies:
-    """Cases of 0-8, 0-9 and 0-9-1 read from blobs of :data:`~.frames.BLOB` bytes: valid cases
-    of any channel-level method a client may send, malformed ones of the catalogue."""
+    """Cases of 0-8, 0-9 and 0-9-1 read from blobs of 512 bytes (a walk of valid traffic
+    takes many methods' fields): valid cases of any channel-level method a client may send,
+    valid traffic, malformed ones of the catalogue, alone or in state."""
 
     name = "amqp091"
-    blob = BLOB
+    blob = 512
 
     def context(
         self,
@@ -39,12 +41,16 @@ class Amqp091Strategies:
         frame_max: int | None = None,
         prefix: str | None = None,
         dialect: str = "rabbit",
+        traffic: Mapping[str, Any] | None = None,
         **options: Any,
     ) -> Context:
+        """``traffic``: what the broker accepts beyond the specification, from its profile
+        (:class:`~.traffic.Traffic`)."""
         no_options(options, self.name)
         spec = spec_of(protocol)
         frame_max = frame_max_of(spec, DEFAULT_FRAME if frame_max is None else frame_max)
-        return Context(spec, codec_for(spec, dialect_of(dialect)), frame_max, prefix)
+        codec = codec_for(spec, dialect_of(dialect))
+        return Context(spec, codec, frame_max, prefix, Traffic.of(traffic))
 
     def catalogue(self, protocol: str | Spec) -> tuple[Operator, ...]:
         return catalogue(spec_of(protocol))
@@ -62,6 +68,12 @@ class Amqp091Strategies:
                 raise InvalidArgument("methods=[]: name at least one method")
         spec, codec = context.spec, context.codec
         return valid_builder(spec, codec, chosen, context.frame_max, prefix=context.prefix)
+
+    def traffic(self, context: Context) -> tuple[Arm, ...]:
+        return traffic_arms(context, context.traffic or Traffic())
+
+    def in_state(self, context: Context) -> Callable[[Source, Case], Case] | None:
+        return lambda src, case: in_state(context, context.traffic or Traffic(), src, case)
 
 
 FAMILY = Amqp091Strategies()

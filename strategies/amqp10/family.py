@@ -9,6 +9,7 @@ from hypothesis.errors import InvalidArgument
 
 from amqpfuzz.spec.amqp10.codec import Codec, codec_for
 
+from ..arms import Arm
 from ..cases import Case
 from ..family import no_options, only, prefix_of
 from ..operator import Operator
@@ -42,6 +43,7 @@ class Amqp10Strategies:
         *,
         frame_max: int | None = None,
         prefix: str | None = None,
+        traffic: Any = None,
         **options: Any,
     ) -> Context:
         no_options(options, self.name)
@@ -65,6 +67,12 @@ class Amqp10Strategies:
         if not chosen or unknown:
             raise InvalidArgument(f"methods={methods!r}: valid 1.0 cases are of {list(known)}")
         return valid_builder(context, chosen)
+
+    def traffic(self, context: Context) -> tuple[Arm, ...]:
+        return ()
+
+    def in_state(self, context: Context) -> Callable[[Source, Case], Case] | None:
+        return None
 
 
 FAMILY = Amqp10Strategies()

@@ -127,7 +127,9 @@ def _shard_workers() -> set[int]:
 def test_a_task_killed_mid_shard_is_retried_and_its_records_are_there_once(
     spark_retrying: Any, tmp_path: Path
 ) -> None:
-    settings = CampaignSettings(duration=6.0, seed=3, valid_share=1.0, shrink=False)
+    settings = CampaignSettings(
+        duration=6.0, seed=3, valid_share=1.0, traffic_share=0.0, state_share=0.0, shrink=False
+    )
     shards = plan("killed000001", settings, brokers=("rabbitmq", "rabbitmq"))
     killed: list[int] = []
 
@@ -162,7 +164,9 @@ def test_a_task_killed_mid_shard_is_retried_and_its_records_are_there_once(
 def test_a_shard_that_cannot_reach_its_broker_is_one_line_and_the_others_finish(
     spark_retrying: Any, tmp_path: Path
 ) -> None:
-    settings = CampaignSettings(duration=2.0, seed=5, valid_share=1.0, shrink=False)
+    settings = CampaignSettings(
+        duration=2.0, seed=5, valid_share=1.0, traffic_share=0.0, state_share=0.0, shrink=False
+    )
     nobody = f"amqp://guest:guest@127.0.0.1:{free_port()}/"
     shards = plan("unreached001", settings, urls=(nobody,), brokers=("garagemq",))
     result = run_on_spark(spark_retrying, shards, str(tmp_path / "out"))

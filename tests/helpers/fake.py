@@ -49,7 +49,7 @@ from amqpfuzz.fuzzer.protocols.stream import Stream, open_socket
 from amqpfuzz.spec import Description, OutcomeKind, Reach, RemoteProtocolError, Scope
 from amqpfuzz.spec import registry as specs
 from amqpfuzz.spec.protocols import PROTOCOLS, Protocol
-from amqpfuzz.strategies import Built, Case, ErrorCode, Placement, Reaction
+from amqpfuzz.strategies import Arm, Built, Case, ErrorCode, Placement, Reaction
 from amqpfuzz.strategies.operator import Operator, registrar
 from amqpfuzz.strategies.source import Source
 
@@ -226,6 +226,12 @@ class StrategyFamily:
 
     def valid(self, context: Context, methods: Sequence[str] | None) -> Callable[[Source], Case]:
         return lambda src: Case((Step("ok"),), Reaction.reply(), "fake.ok", blob=src.data)
+
+    def traffic(self, context: Context) -> tuple[Arm, ...]:
+        return ()
+
+    def in_state(self, context: Context) -> Callable[[Source, Case], Case] | None:
+        return None
 
 
 # -- the driving layer ------------------------------------------------------------------------

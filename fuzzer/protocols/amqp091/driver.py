@@ -43,6 +43,28 @@ def _wire_steps(case: Case) -> Iterator[WireFrame]:
     return (step for step in case.steps if isinstance(step, WireFrame))
 
 
+def _gone(case: Case, replies: list[Any]) -> set[tuple[str, Name]]:
+    """What a case's valid frames declared exclusive (it goes with its connection) and, when
+    every deletion it sent was answered, what they deleted."""
+    gone: set[tuple[str, Name]] = set()
+    deleted: list[tuple[str, Name]] = []
+    for frame in case.frames:
+        if not isinstance(frame, MethodFrame):
+            continue
+        values = dict(zip((f.name for f in frame.method.fields), frame.values, strict=False))
+        kind = frame.method.class_name
+        if frame.method.name == "declare" and kind == "queue" and values.get("exclusive"):
+            gone.add(("queue", values.get("queue", "")))
+        elif frame.method.name == "delete" and kind in ("queue", "exchange"):
+            deleted.append((kind, values.get(kind, "")))
+    answered = [f.name for f in replies if isinstance(f, MethodFrame)]
+    for kind in ("queue", "exchange"):
+        sent = [d for d in deleted if d[0] == kind]
+        if sent and answered.count(f"{kind}.delete-ok") >= len(sent):
+            gone.update(sent)
+    return gone
+
+
 def _has_no_wait(frame: Frame) -> bool:
     return isinstance(frame, MethodFrame) and any(
         f.name in ("no-wait", "nowait") and v
@@ -137,9 +159,41 @@ class Amqp091Driver(Driver):
         arguments = {"reply_code": 200} if method.endswith(".close") else {}
         return self.codec.encode(self.codec.method(method, channel, **arguments))
 
+    def probes(self, case: Case) -> bool:
+        """No probe behind valid traffic on a channel of its own that ends with a synchronous
+        request: its answer is the proof (RabbitMQ wants a commit answered before the
+        channel's next command, the probe included)."""
+        return self._last(case) is None
+
+    def answers(self, case: Case) -> tuple[str, ...]:
+        last = self._last(case)
+        if last is None:
+            return self.rules.probe_replies
+        return tuple(f"{last.method.class_name}.{r}" for r in last.method.responses)
+
+    def _last(self, case: Case) -> MethodFrame | None:
+        """A valid fresh-channel case's last frame, if it is a synchronous request answered
+        with no content (after content, or deliveries, there is more to wait for)."""
+        if case.operator is not None or case.placement != Placement.FRESH or not case.frames:
+            return None
+        last = case.frames[-1]
+        if not isinstance(last, MethodFrame) or not last.method.responses or _has_no_wait(last):
+            return None
+        answers = [self.spec.method(f"{last.method.class_name}.{r}") for r in last.method.responses]
+        return None if any(a.content for a in answers) or last.name == "basic.consume" else last
+
     def echoes(self, case: Case) -> int:
-        """How many ``basic.qos`` the case itself sends: their answers look like the probe's."""
-        return sum(1 for f in case.frames if isinstance(f, MethodFrame) and f.name == "basic.qos")
+        """How many answers like the one awaited the case itself asks for before: its own
+        ``basic.qos`` (the probe's answer), or its earlier requests answered like its last."""
+        answers = set(self.answers(case))
+        frames = case.frames[:-1] if self._last(case) is not None else case.frames
+        return sum(
+            1
+            for f in frames
+            if isinstance(f, MethodFrame)
+            and answers & {f"{f.method.class_name}.{r}" for r in f.method.responses}
+            and not _has_no_wait(f)
+        )
 
     def missing_responses(self, case: Case, frames: list[Any]) -> tuple[str, ...]:
         """The responses (one of them is due) of the first synchronous method unanswered."""
@@ -186,9 +240,11 @@ class Amqp091Driver(Driver):
     def created(self, case: Case, replies: list[Any], prefix: str) -> Iterable[tuple[str, Name]]:
         """The queues and exchanges of the declarations ``case`` sent that carry the run's
         prefix (as sent: a lenient broker creates a broken name), and the queues the broker
-        named in answer to its declarations."""
+        named in answer to its declarations; but the exclusive queues valid traffic declared
+        (they go with their connection) and what it deleted itself, answered."""
+        gone = _gone(case, replies)
         for kind, name in created_names(self.spec, self.codec.frame_method, _wire_steps(case)):
-            if ours(name, prefix):
+            if ours(name, prefix) and (kind, name) not in gone:
                 yield kind, name
         for frame in replies:
             if isinstance(frame, MethodFrame) and frame.name == "queue.declare-ok":

@@ -97,3 +97,26 @@ def channel_zero(src: Source, ctx: Context) -> Built:
         placement=Placement.NONE,
         frames=(frame,),
     )
+
+
+@operator(
+    "server-method",
+    "method direction",
+    "sends a method only the server sends (its chassis names the client alone)",
+    ("command-invalid", "not-implemented", "channel-error"),
+    "sequence",
+)
+def server_method(src: Source, ctx: Context) -> Built:
+    """A method the specification says only a server sends, with valid arguments: the server
+    must decode it (the frame is well formed) and refuse the command. The connection's go on
+    channel 0, the others on the case's channel; one that carries content is followed by an
+    empty content header."""
+    frame = ctx.frame_of(src, ctx.server_methods)
+    if frame.method.class_name == "connection":
+        frame = MethodFrame(0, frame.method, frame.values)
+        return Built(
+            (ctx.wire(frame),), frame.name, "a server's method, from the client",
+            placement=Placement.NONE, frames=(frame,),
+        )  # fmt: skip
+    steps = (ctx.wire(frame), *ctx.completion(frame))
+    return Built(steps, frame.name, "a server's method, from the client", frames=(frame,))

@@ -25,8 +25,10 @@ pytestmark = pytest.mark.slow  # every test here starts a broker, Spark or a pro
 def campaign(
     broker: Broker, out: Path, profile: str | None = None, **options: Any
 ) -> tuple[Stats, list[dict[str, Any]]]:
+    # valid cases of one method and malformed ones alone, unless a test asks for traffic
+    shares = {"traffic_share": 0.0, "state_share": 0.0}
     config = CampaignSettings(
-        **{"duration": 60.0, "seed": 1, "timeout": 3.0, "shrink": False, **options}
+        **{"duration": 60.0, "seed": 1, "timeout": 3.0, "shrink": False, **shares, **options}
     )
     run = TargetRun(parse_target(broker.url), broker=broker, profile_name=profile)
     records = RecordHandler(RecordWriter(out, "t"))
