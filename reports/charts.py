@@ -1,4 +1,5 @@
-"""Inline SVG charts for the report: a line chart for trends, a heatmap, horizontal bars.
+"""Inline SVG charts for the report: a line chart for trends, lines over a run's seconds, a
+heatmap, horizontal bars.
 
 Plain strings, no library and nothing fetched, so the page reads offline. Colours are fixed
 constants (the heatmap uses five buckets rather than a gradient) so that a screenshot can be
@@ -17,11 +18,13 @@ __all__ = [
     "DOTTED_NIGHTS",
     "HEAT_COLOURS",
     "HEAT_EMPTY",
+    "SET_COLOURS",
     "TREND_COLOURS",
     "bars",
     "heat_colour",
     "heatmap",
     "line_chart",
+    "run_chart",
 ]
 
 TREND_COLOURS = {
@@ -42,6 +45,8 @@ HEAT_COLOURS = (
     (1.0, "#d73027"),
 )
 HEAT_EMPTY = "#eeeeee"
+# the named sets of a broker's code, in turn (a target has one or two)
+SET_COLOURS = ("#2c7a7b", "#b7791f", "#6b46c1", "#c53030")
 _TEXT = "#333333"
 
 
@@ -96,8 +101,10 @@ def line_chart(
             )
     if points:
         x, y = coords[-1]
+        # above the last dot; below it where above would run into the title
+        label_y = y - 8 if y - 8 >= top + 8 else y + 16
         parts.append(
-            f'<text x="{min(x, width - right)}" y="{max(y - 8, 12)}" font-size="10" '
+            f'<text x="{min(x, width - right)}" y="{label_y}" font-size="10" '
             f'text-anchor="end" fill="{_TEXT}">{_fmt(points[-1][1])}</text>'
         )
     if len(points) == 1:
@@ -206,5 +213,69 @@ def bars(items: Sequence[tuple[str, int, int | None]], *, width: int = 680) -> s
         parts.append(
             f'<text x="{left + inner + 8}" y="{y + 15}" font-size="12" fill="{_TEXT}">{text}</text>'
         )
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def _seconds(value: float) -> str:
+    if value >= 3600:
+        return f"{value / 3600:.1f} h"
+    if value >= 120:
+        return f"{value / 60:.0f} min"
+    return f"{value:.0f} s"
+
+
+def run_chart(
+    title: str,
+    series: Sequence[tuple[str, Sequence[tuple[float, float]], str]],
+    *,
+    width: int = 420,
+) -> str:
+    """Values over a run's seconds: a line per (name, points, colour), each point (seconds,
+    value), its last value written at its end; a legend of the names under the title, the
+    highest value at the top of the axis, the run's first and last second under it."""
+    height, left, right, top, bottom = 190, 50, 14, 44, 26
+    inner_w, inner_h = width - left - right, height - top - bottom
+    longest = max((x for _, points, _ in series for x, _ in points), default=0.0) or 1.0
+    high = max((y for _, points, _ in series for _, y in points), default=0.0) or 1.0
+
+    def xy(x: float, y: float) -> tuple[float, float]:
+        return round(left + inner_w * x / longest, 1), round(top + inner_h * (1 - y / high), 1)
+
+    parts = [
+        f'<svg class="chart run" data-chart="{escape(title)}" width="{width}" '
+        f'height="{height}" viewBox="0 0 {width} {height}" role="img">',
+        f'<text x="{left}" y="16" font-size="13" fill="{_TEXT}">{escape(title)}</text>',
+        f'<line x1="{left}" y1="{top + inner_h}" x2="{width - right}" y2="{top + inner_h}" '
+        'stroke="#999" stroke-width="1"/>',
+        f'<text x="{left - 4}" y="{top + 4}" font-size="10" text-anchor="end" '
+        f'fill="{_TEXT}">{_fmt(high)}</text>',
+        f'<text x="{left - 4}" y="{top + inner_h}" font-size="10" text-anchor="end" '
+        f'fill="{_TEXT}">0</text>',
+        f'<text x="{left}" y="{height - 8}" font-size="10" fill="{_TEXT}">0 s</text>',
+        f'<text x="{width - right}" y="{height - 8}" font-size="10" text-anchor="end" '
+        f'fill="{_TEXT}">{_seconds(longest)}</text>',
+    ]
+    x_key = left
+    for name, points, colour in series:
+        parts.append(
+            f'<rect x="{x_key}" y="24" width="10" height="10" fill="{colour}"/>'
+            f'<text x="{x_key + 14}" y="33" font-size="11" fill="{_TEXT}">{escape(name)}</text>'
+        )
+        x_key += 24 + 7 * len(name)
+        coords = [xy(x, y) for x, y in points]
+        if len(coords) > 1:
+            line = " ".join(f"{x},{y}" for x, y in coords)
+            parts.append(
+                f'<polyline points="{line}" fill="none" stroke="{colour}" stroke-width="2"/>'
+            )
+        if coords:
+            (x, y), (seconds, value) = coords[-1], points[-1]
+            parts.append(
+                f'<circle cx="{x}" cy="{y}" r="3" fill="{colour}"><title>{escape(name)}: '
+                f"{_fmt(value)} after {_seconds(seconds)}</title></circle>"
+                f'<text x="{min(x, width - right)}" y="{max(y - 6, top - 2)}" font-size="10" '
+                f'text-anchor="end" fill="{_TEXT}">{_fmt(value)}</text>'
+            )
     parts.append("</svg>")
     return "".join(parts)

@@ -1,9 +1,9 @@
 """The morning report: one static HTML page, inline CSS and SVG, nothing loaded from anywhere.
 
 Order is what a reader needs first: the headline numbers, then the failures that are new or came
-back (each with the command that replays it), the conformance heatmap, coverage, the trends,
-and the detail below. The page holds no time of its own making, so the same tables always
-render the same bytes.
+back (each with the command that replays it), the conformance heatmap, coverage of the spec and
+of the broker's own code, the trends, and the detail below. The page holds no time of its own
+making, so the same tables always render the same bytes.
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from typing import Any
 
 from amqpfuzz.spec import DEFAULT_PROTOCOL, PROTOCOLS, rule_text
 
-from .charts import TREND_COLOURS, bars, heatmap, line_chart
-from .page import Page, cell_id
+from .charts import SET_COLOURS, TREND_COLOURS, bars, heatmap, line_chart, run_chart
+from .page import BrokerCoverage, Page, cell_id
 
 __all__ = ["render", "replay_command", "signature_id"]
 
@@ -44,6 +44,9 @@ details ul{margin:4px 0 8px;columns:3 220px;font-size:12px}details ul.wide{colum
 dl{display:grid;grid-template-columns:max-content 1fr;gap:2px 10px;margin:4px 0;font-size:12px}
 dt{color:#666}dd{margin:0}
 .cells details{margin:2px 0}:target{background:#fff6d6}
+.unreached details{margin:2px 0 2px 14px}.unreached li .msg{font-size:11px}
+tr.group td{background:#f8f8f8;font-size:12px;padding-top:8px}
+table.modules code{overflow-wrap:normal}
 """
 
 _HEADLINE = (
@@ -198,6 +201,127 @@ def _coverage(page: Page) -> str:
     return chart + note + "".join(lists)
 
 
+def _percent(covered: int, relevant: int) -> str:
+    return f"{covered / relevant:.0%}" if relevant else "-"
+
+
+def _broker_charts(b: BrokerCoverage) -> str:
+    """The curve over the run drawn and a trend per set, side by side (wrapping)."""
+    colours = {name: SET_COLOURS[i % len(SET_COLOURS)] for i, (name, _, _) in enumerate(b.sets)}
+    charts = []
+    series = [(name, b.curve[name], colours[name]) for name in colours if b.curve.get(name)]
+    if series:
+        charts.append(run_chart("lines covered over the run", series))
+    for name, colour in colours.items():
+        points = b.trend.get(name, [])
+        if points:
+            charts.append(line_chart(f"{name}, by night", points, colour))
+    return f'<div class="trends">{"".join(charts)}</div>' if charts else ""
+
+
+def _lines(n: int | None) -> str:
+    return f"{_n(n)} line" + ("" if n == 1 else "s")
+
+
+def _breakable(name: str) -> str:
+    """A module's name that a narrow table may break after its ``_`` and ``/`` (only there)."""
+    return escape(name).replace("_", "_<wbr>").replace("/", "/<wbr>")
+
+
+def _broker_modules(b: BrokerCoverage) -> str:
+    """A row per module under its set's (the named sets' first, then those measured for
+    steering only), and the functions never reached, folded."""
+    sets = {name: (covered, relevant) for name, covered, relevant in b.sets}
+    rows = []
+    folds = []
+    group: object = ()  # no set yet
+    for m in b.modules:
+        if m["set"] != group:
+            group = m["set"]
+            if m["set"] is None:
+                title = "measured for steering only (in no set)"
+            else:
+                covered, relevant = sets[m["set"]]
+                title = (
+                    f"<strong>{escape(m['set'])}</strong>: {_n(covered)} of {_n(relevant)} "
+                    f"({_percent(covered, relevant)})"
+                )
+            rows.append(f'<tr class="group"><td colspan="5">{title}</td></tr>')
+        unreached = m.get("unreached")
+        cells = (
+            _n(m["covered"]),
+            _n(m["relevant"]),
+            _percent(m["covered"], m["relevant"]),
+            _n(len(unreached)) if unreached is not None else "?",
+        )
+        rows.append(
+            f"<tr><td><code>{_breakable(m['module'])}</code></td>"
+            + "".join(f'<td class="num">{cell}</td>' for cell in cells)
+            + "</tr>"
+        )
+        if unreached:
+            items = "".join(
+                f"<li><code>{escape(u['function'])}</code> "
+                f'<span class="msg">{_lines(u["lines"])}</span></li>'
+                for u in unreached
+            )
+            folds.append(
+                f'<details data-unreached="{escape(m["module"])}"><summary>'
+                f"<code>{escape(m['module'])}</code>: {len(unreached)} function(s)</summary>"
+                f"<ul>{items}</ul></details>"
+            )
+    head = "".join(
+        f'<th class="num">{h}</th>' for h in ("covered", "relevant", "%", "never reached")
+    )
+    table = (
+        f'<div class="scroll"><table class="modules"><thead><tr><th>module</th>{head}</tr>'
+        f"</thead><tbody>{''.join(rows)}</tbody></table></div>"
+    )
+    if not folds:
+        return table
+    total = sum(len(m.get("unreached") or ()) for m in b.modules)
+    return (
+        table + f'<details class="unreached"><summary>Functions never reached: {_n(total)} in '
+        f"{len(folds)} module(s)</summary>{''.join(folds)}</details>"
+    )
+
+
+def _broker(page: Page) -> str:
+    """Per target measured: per named set the lines covered, the curve over the run, the trend
+    over nights, per module the lines and the functions no run of the night entered."""
+    if not page.broker:
+        return (
+            '<p class="none">The broker\'s code coverage was not measured this night (no '
+            "coverage records).</p>"
+        )
+    parts = [
+        "<p class=\"sub\">Lines of the broker's own code the night's campaigns ran (Erlang's "
+        "cover in a RabbitMQ node, coverage.py in a Python broker), per named set of modules: "
+        "the union over the night's runs and workers. Over the run: the worker that covered most "
+        "(each worker's curve is in the broker_coverage_points table). Functions never reached: "
+        "those no run of the night entered (? where no run ended with its final record).</p>"
+    ]
+    for b in page.broker:
+        facts = [b.product, b.how, f"{b.runs} run(s)", f"{b.workers} worker(s)"]
+        parts.append(
+            f'<h3 data-broker="{escape(b.label)}">{escape(b.label)} · AMQP {escape(b.protocol)}'
+            "</h3>"
+            f'<p class="sub">{escape(" · ".join(f for f in facts if f))}</p>'
+        )
+        if b.sets:
+            parts.append(bars([(name, covered, relevant) for name, covered, relevant in b.sets]))
+        parts.append(_broker_charts(b))
+        if b.drawn is not None:
+            run, worker = b.drawn
+            which = f"the one of {b.workers} that covered most" if b.workers > 1 else "the only one"
+            parts.append(
+                f'<p class="sub">Over the run: run <code>{escape(run)}</code>, worker '
+                f"<code>{escape(worker)}</code> ({which}).</p>"
+            )
+        parts.append(_broker_modules(b))
+    return "".join(parts)
+
+
 def _trends(page: Page) -> str:
     charts = [
         ("cases", [(t.night, float(t.cases)) for t in page.trends]),
@@ -252,10 +376,12 @@ def _divergences(page: Page) -> str:
 
 def _ingest(page: Page) -> str:
     h = page.headline
+    coverage = h.get("coverage_records", 0)
     summary = (
-        f"<p>{_n(len(page.ingest))} files, {_n(h['records'])} records, {_n(h['duplicates'])} "
-        f"duplicates, {_n(h['torn_lines'])} torn lines, {_n(h['malformed_lines'])} malformed "
-        "lines.</p>"
+        f"<p>{_n(len(page.ingest))} files, {_n(h['records'])} records"
+        + (f", {_n(coverage)} coverage records" if coverage else "")
+        + f", {_n(h['duplicates'])} duplicates, {_n(h['torn_lines'])} torn lines, "
+        f"{_n(h['malformed_lines'])} malformed lines.</p>"
     )
     rows = [
         (
@@ -436,6 +562,8 @@ def render(page: Page) -> str:
         _matrices(page),
         '<h2 id="coverage">Spec coverage</h2>',
         _coverage(page),
+        '<h2 id="broker-coverage">The broker\'s code covered</h2>',
+        _broker(page),
         "<h2>Trends</h2>",
         _trends(page),
         "<h2>Recurring failures</h2>",

@@ -7,16 +7,18 @@ from __future__ import annotations
 import datetime as dt
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from amqpfuzz.spec import DEFAULT_PROTOCOL, OUTSIDE, PROTOCOLS, column_of, reach
 
 from .tables import Rows
 
-__all__ = ["Matrix", "Page", "Trend", "build", "cell_id", "trends"]
+__all__ = ["BrokerCoverage", "Matrix", "Page", "Trend", "build", "cell_id", "set_totals", "trends"]
 
 TREND_NIGHTS = 90  # the trend charts show at most this many nights, the latest ones
+CURVE_POINTS = 240  # a curve over a run is drawn through at most this many of its points
+_TARGET = ("target_label", "target_product", "target_version", "target_protocol")
 STATUS_ORDER = {"new": 0, "regressed": 1, "recurring": 2, "fixed": 3}
 
 
@@ -43,6 +45,25 @@ class Matrix:
 
 
 @dataclass(frozen=True, slots=True)
+class BrokerCoverage:
+    """One target's own code covered on the night: per named set lines covered of relevant
+    (the union over the night's runs and workers), per module the same and the functions no
+    run entered; the curve over the run of the worker that covered most; a trend over nights."""
+
+    label: str
+    protocol: str
+    product: str  # product and version, as the records name them
+    how: str  # erlang-cover, coverage.py
+    sets: list[tuple[str, int, int]]  # named set, covered, relevant
+    modules: Rows  # module, set, covered, relevant, ratio, unreached (None: not known)
+    curve: dict[str, list[tuple[float, float]]]  # per set: (seconds into the run, covered)
+    drawn: tuple[str, str] | None  # the run and worker the curve is of
+    workers: int  # how many workers (a run's) measured it on the night
+    runs: int
+    trend: dict[str, list[tuple[dt.date, float]]]  # per set: lines covered, night by night
+
+
+@dataclass(frozen=True, slots=True)
 class Page:
     night: dt.date
     headline: dict[str, float]
@@ -56,6 +77,7 @@ class Page:
     runs: Rows
     divergences: Rows
     ingest: Rows
+    broker: list[BrokerCoverage] = field(default_factory=list)  # per target: its own code
 
 
 def trends(runs: Iterable[Mapping[str, Any]], failing: Mapping[dt.date, int]) -> list[Trend]:
@@ -139,14 +161,106 @@ def _targets(conformance: Rows, default: str) -> Rows:
     ]
 
 
+def set_totals(rows: Iterable[Mapping[str, Any]]) -> Rows:
+    """``broker_coverage`` rows summed per night, target and named set: covered, relevant."""
+    sums: dict[tuple[Any, ...], list[int]] = defaultdict(lambda: [0, 0])
+    for r in rows:
+        if r["set"] is not None:
+            key = (r["run_date"], *(r[t] for t in _TARGET), r["set"])
+            sums[key][0] += r["covered"]
+            sums[key][1] += r["relevant"]
+    return [
+        dict(zip(("run_date", *_TARGET, "set"), key, strict=True))
+        | {"covered": covered, "relevant": relevant}
+        for key, (covered, relevant) in sums.items()
+    ]
+
+
+def _thinned(points: list[tuple[float, float]]) -> list[tuple[float, float]]:
+    """At most CURVE_POINTS of ``points``, evenly spaced, the first and last kept."""
+    if len(points) <= CURVE_POINTS:
+        return points
+    step = (len(points) - 1) / (CURVE_POINTS - 1)
+    return [points[round(i * step)] for i in range(CURVE_POINTS)]
+
+
+def _broker_trend(
+    night: dt.date, rows: Iterable[Mapping[str, Any]]
+) -> dict[tuple[str, str, str], list[tuple[dt.date, float]]]:
+    """Per target label, protocol and set: the lines covered per night up to ``night`` (a night
+    that measured several versions of a target: the most of them)."""
+    most: dict[tuple[str, str, str], dict[dt.date, float]] = defaultdict(dict)
+    for r in rows:
+        if r["run_date"] > night:
+            continue
+        key = (r["target_label"] or "?", r["target_protocol"] or "?", r["set"])
+        nights = most[key]
+        nights[r["run_date"]] = max(nights.get(r["run_date"], 0.0), float(r["covered"]))
+    return {key: sorted(nights.items())[-TREND_NIGHTS:] for key, nights in most.items()}
+
+
+def _broker(
+    night: dt.date, tables: Mapping[str, Rows], history: Iterable[Mapping[str, Any]]
+) -> list[BrokerCoverage]:
+    """Per target measured on ``night``: its code covered (``history``: earlier nights'
+    :func:`set_totals`)."""
+    made = tables.get("broker_coverage", [])
+    trend = _broker_trend(night, [*history, *set_totals(made)])
+    by_target: dict[tuple[str, ...], Rows] = defaultdict(list)
+    for r in made:
+        if r["run_date"] == night:
+            by_target[tuple(r[t] or "" for t in _TARGET)].append(r)
+    drawn: dict[tuple[str, ...], Rows] = defaultdict(list)
+    for r in tables.get("broker_coverage_points", []):
+        if r["run_date"] == night:
+            drawn[tuple(r[t] or "" for t in _TARGET)].append(r)
+    found = []
+    for key in sorted(by_target, key=lambda k: (k[0], k[3], k[1], k[2])):
+        label, product, version, protocol = key
+        modules = sorted(
+            by_target[key], key=lambda r: (r["set"] is None, r["set"] or "", r["module"])
+        )
+        sets: dict[str, list[int]] = {}
+        for r in modules:
+            if r["set"] is not None:
+                counts = sets.setdefault(r["set"], [0, 0])
+                counts[0] += r["covered"]
+                counts[1] += r["relevant"]
+        points = sorted(drawn[key], key=lambda r: r["seq"])
+        curve: dict[str, list[tuple[float, float]]] = defaultdict(list)
+        for r in points:
+            curve[r["set"]].append((float(r["elapsed_s"]), float(r["covered"])))
+        found.append(
+            BrokerCoverage(
+                label=label or "?",
+                protocol=protocol or "?",
+                product=" ".join(filter(None, (product, version))),
+                how=str(modules[0]["how"] or ""),
+                sets=[(name, c, r) for name, (c, r) in sorted(sets.items())],
+                modules=modules,
+                curve={name: _thinned(line) for name, line in sorted(curve.items())},
+                drawn=(points[0]["run_id"], points[0]["worker"]) if points else None,
+                workers=max((r["streams"] for r in points), default=0)
+                or max(r["workers"] for r in modules),
+                runs=max(r["runs"] for r in modules),
+                trend={name: trend.get((label or "?", protocol or "?", name), []) for name in sets},
+            )
+        )
+    return found
+
+
 def build(
     night: dt.date,
     tables: Mapping[str, Rows],
     history: Iterable[Trend],
     protocol: str = DEFAULT_PROTOCOL,
+    *,
+    broker_history: Iterable[Mapping[str, Any]] = (),
 ) -> Page:
     """The page for ``night`` from the rows of the tables just computed (any nights) and the
-    trend points of earlier nights; a record without a protocol was made in ``protocol``."""
+    trend points of earlier nights (``broker_history``: the broker's code covered on earlier
+    nights, as :func:`set_totals` sums it); a record without a protocol was made in
+    ``protocol``."""
 
     def tonight(name: str) -> Rows:
         return [r for r in tables.get(name, []) if r["run_date"] == night]
@@ -157,6 +271,7 @@ def build(
         key=lambda r: (STATUS_ORDER[r["status"]], -r["occurrences"], r["signature"]),
     )
     ingest = sorted(tonight("ingest"), key=lambda r: r["file"])
+    record_files = [r for r in ingest if r.get("contents", "records") == "records"]
     conformance = tonight("conformance")
     deviations = sorted(
         tonight("deviations"),
@@ -183,7 +298,9 @@ def build(
         "targets": len({r["target_label"] for r in runs}),
         "xfails": sum(d["occurrences"] for d in deviations if d["verdict"] == "xfail"),
         "xpasses": sum(d["occurrences"] for d in deviations if d["verdict"] == "xpass"),
-        "records": sum(r["records"] for r in ingest),
+        "records": sum(r["records"] for r in record_files),
+        "coverage_records": sum(r["records"] for r in ingest)
+        - sum(r["records"] for r in record_files),
         "torn_lines": sum(r["torn_lines"] for r in ingest),
         "duplicates": sum(r["duplicates"] for r in ingest),
         "malformed_lines": sum(r["malformed_lines"] for r in ingest),
@@ -207,4 +324,5 @@ def build(
         runs=runs,
         divergences=divergences[:100],
         ingest=ingest,
+        broker=_broker(night, tables, broker_history),
     )

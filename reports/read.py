@@ -4,7 +4,9 @@ Everything goes through Spark (the listing too), so the same code reads a local 
 or object storage. The listing comes back to the driver, which decides what to read: finished
 ``records-*.jsonl`` files always, and the part files a Spark campaign's job committed under
 ``output=records``; ``*.jsonl.part`` files once they have not changed for the settle time
-(older ones are abandoned runs whose records still count).
+(older ones are abandoned runs whose records still count). The broker's coverage files
+(``coverage-*.jsonl``, and a Spark campaign's ``output=coverage``) are listed with them, under
+the same rules, and read apart (:mod:`.broker`): the passes below read record files only.
 
 The lines are read in two passes (and more, rarely), each parsing a line at most once with the
 explicit schema (Spark's JSON reader parses only the fields a pass uses):
@@ -59,12 +61,19 @@ __all__ = [
     "ingest",
     "list_inputs",
     "signed_failure",
+    "step",
+    "utc_date",
 ]
 
-# What a fuzzer leaves in its directory: finished files, files being written, run totals; and
-# what a Spark campaign's job committed (its records' part files under `output=records`).
-INPUT_GLOB = "{records-*.jsonl,records-*.jsonl.part,run-*.json,part-*.txt}"
+# What a fuzzer leaves in its directory: finished files, files being written, run totals, the
+# broker's coverage; and what a Spark campaign's job committed (its records' part files under
+# `output=records`, its coverage records' under `output=coverage`).
+INPUT_GLOB = (
+    "{records-*.jsonl,records-*.jsonl.part,coverage-*.jsonl,coverage-*.jsonl.part,run-*.json,"
+    "part-*.txt}"
+)
 SPARK_RECORDS = "/output=records/"
+SPARK_COVERAGE = "/output=coverage/"
 SETTLE = dt.timedelta(minutes=10)
 CORRUPT = "_corrupt_line"
 RECORD_ID = r'"record_id"\s*:\s*"([^"\\]*)"'
@@ -122,6 +131,16 @@ class InputFile:
     def read(self) -> bool:
         return self.state in ("complete", "abandoned")
 
+    @property
+    def contents(self) -> str:
+        """What it holds: ``records``, ``coverage`` (the broker's) or ``totals`` (a run file)."""
+        if self.state == "totals":
+            return "totals"
+        name = self.path.rsplit("/", 1)[-1]
+        if name.startswith("coverage-") or SPARK_COVERAGE in self.path:
+            return "coverage"
+        return "records"
+
 
 @dataclass(frozen=True, slots=True)
 class FileStats:
@@ -143,8 +162,8 @@ class Ingest:
     combination of :data:`FACT_KEYS`, with its ``run_date``; ``n`` says how many records it
     stands for (a record read in several files counts in one of them)."""
 
-    files: list[InputFile]
-    stats: dict[str, FileStats]  # by the listed path
+    files: list[InputFile]  # every file listed: records, coverage, totals
+    stats: dict[str, FileStats]  # by the listed path (record files)
     run_dates: dict[str, dt.date]  # the UTC date of each run's first record
     # run_id -> the totals of its run-<id>.json, under "protocol" the protocol they are of, and
     # under "exercisable" the names they count (a dimension's list, or None: an older file)
@@ -205,7 +224,9 @@ def list_inputs(
     files = [
         InputFile(r.path, r.length, r.modified, _state(r.path, r.modified, settled_before))
         for r in rows
-        if not r.path.rsplit("/", 1)[-1].startswith("part-") or SPARK_RECORDS in r.path
+        if not r.path.rsplit("/", 1)[-1].startswith("part-")
+        or SPARK_RECORDS in r.path
+        or SPARK_COVERAGE in r.path
     ]
     return sorted(files, key=lambda f: f.path)
 
@@ -563,7 +584,7 @@ def _read_totals(spark: SparkSession, paths: Sequence[str]) -> dict[str, dict[st
 
 def _check(files: list[InputFile], stats: dict[str, FileStats], inputs: Sequence[str]) -> None:
     where = ", ".join(inputs)
-    record_files = [f for f in files if f.state != "totals"]
+    record_files = [f for f in files if f.contents == "records"]
     if not record_files:
         raise ReportInputError(f"no record files (records-*.jsonl) in {where}")
     if not any(f.read for f in record_files):
@@ -577,7 +598,8 @@ def _check(files: list[InputFile], stats: dict[str, FileStats], inputs: Sequence
         raise ReportInputError(f"no records in {where}")
 
 
-def _utc_date(micros: int) -> dt.date:
+def utc_date(micros: int) -> dt.date:
+    """The UTC date of a time in microseconds since the epoch."""
     return (dt.datetime(1970, 1, 1, tzinfo=dt.UTC) + dt.timedelta(microseconds=micros)).date()
 
 
@@ -587,10 +609,14 @@ def ingest(
     *,
     now: dt.datetime | None = None,
     settle: dt.timedelta = SETTLE,
+    files: list[InputFile] | None = None,
 ) -> Ingest:
-    """List, read, check and count; the caller must :meth:`Ingest.release` the result."""
-    files = list_inputs(spark, inputs, now or dt.datetime.now(dt.UTC), settle)
-    to_read = [f.path for f in files if f.read]
+    """List (unless the caller has: ``files``), read, check and count; the caller must
+    :meth:`Ingest.release` the result. The coverage files listed are in :attr:`Ingest.files`,
+    not read here."""
+    if files is None:
+        files = list_inputs(spark, inputs, now or dt.datetime.now(dt.UTC), settle)
+    to_read = [f.path for f in files if f.read and f.contents == "records"]
     if not to_read:
         _check(files, {}, inputs)
     cached: list[DataFrame] = []
@@ -618,7 +644,7 @@ def ingest(
                     per_file = _per_file(groups)
         stats, firsts = _file_stats(spark, per_file, blank)
         _check(files, stats, inputs)
-        run_dates = {run: _utc_date(first_us) for run, first_us in firsts.items()}
+        run_dates = {run: utc_date(first_us) for run, first_us in firsts.items()}
         facts = _facts(groups, run_dates)
     except BaseException:
         for frame in cached:
@@ -635,7 +661,7 @@ def ingest(
         files=files,
         stats=stats,
         run_dates=run_dates,
-        totals=_read_totals(spark, [f.path for f in files if f.state == "totals"]),
+        totals=_read_totals(spark, [f.path for f in files if f.contents == "totals"]),
         facts=facts,
         bad_lines=bad,
         _cached=cached,

@@ -16,6 +16,7 @@ from pyspark.sql.types import (
     DoubleType,
     IntegerType,
     LongType,
+    MapType,
     StringType,
     StructField,
     StructType,
@@ -24,7 +25,7 @@ from pyspark.sql.types import (
 
 from amqpfuzz.fuzzer.records import VERDICTS
 
-__all__ = ["RECORD", "TABLES", "TOTALS", "VERDICT_COLUMNS"]
+__all__ = ["COVERAGE", "RECORD", "TABLES", "TOTALS", "VERDICT_COLUMNS"]
 
 
 def _struct(*fields: tuple[str, DataType]) -> StructType:
@@ -40,6 +41,14 @@ _OUTCOME = _struct(
     ("condition", StringType()),
     ("class_id", IntegerType()),
     ("method_id", IntegerType()),
+)
+
+_TARGET = _struct(
+    ("label", StringType()),
+    ("url", StringType()),
+    ("product", StringType()),
+    ("version", StringType()),
+    ("protocol", StringType()),
 )
 
 # The core of amqpfuzz.fuzzer.records.FIELDS, plus optional extras the reports use when a record
@@ -58,16 +67,7 @@ RECORD = _struct(
     ("duration_s", DoubleType()),
     ("tool_version", StringType()),
     ("seed", StringType()),
-    (
-        "target",
-        _struct(
-            ("label", StringType()),
-            ("url", StringType()),
-            ("product", StringType()),
-            ("version", StringType()),
-            ("protocol", StringType()),
-        ),
-    ),
+    ("target", _TARGET),
     ("kind", StringType()),
     ("spec_ref", StringType()),
     ("mutation", StringType()),
@@ -87,6 +87,36 @@ RECORD = _struct(
     ("profile", StringType()),
     ("reason", StringType()),
     ("observed_reply", StringType()),
+)
+
+# A coverage record (amqpfuzz.fuzzer.records.COVERAGE_FIELDS): a point of the broker's code
+# covered over a run, per module; a final one adds the lines themselves and the functions never
+# entered, each as [name, relevant lines] (read as text: the number is cast where it is used).
+COVERAGE = _struct(
+    ("schema_version", LongType()),
+    ("run_id", StringType()),
+    ("worker", StringType()),
+    ("seq", LongType()),
+    ("ts", StringType()),
+    ("tool_version", StringType()),
+    ("seed", StringType()),
+    ("target", _TARGET),
+    ("how", StringType()),
+    ("elapsed_s", DoubleType()),
+    ("final", BooleanType()),
+    (
+        "modules",
+        ArrayType(
+            _struct(
+                ("module", StringType()),
+                ("set", StringType()),
+                ("covered", LongType()),
+                ("relevant", LongType()),
+            )
+        ),
+    ),
+    ("lines", MapType(StringType(), ArrayType(LongType()))),
+    ("unreached", MapType(StringType(), ArrayType(ArrayType(StringType())))),
 )
 
 # run-<run_id>.json, written by the fuzzer beside its records: what "everything" is for coverage,
@@ -225,6 +255,7 @@ TABLES: dict[str, StructType] = {
         ("reproducer", StringType()),
         _NIGHT,
     ),
+    # every file found: record files, and coverage files (`contents`: records or coverage)
     "ingest": _struct(
         ("file", StringType()),
         ("state", StringType()),
@@ -236,6 +267,52 @@ TABLES: dict[str, StructType] = {
         ("duplicates", LongType()),
         ("torn_lines", LongType()),
         ("malformed_lines", LongType()),
+        ("contents", StringType()),
+        _NIGHT,
+    ),
+    # the broker's own code covered, per night, target and module: lines covered (the union of
+    # the lines the night's final records list, at least the most any point counted), the
+    # functions no final record of the night saw entered (null: no final record), from how
+    # many runs, workers (a run's worker and target: one campaign) and final records
+    "broker_coverage": _struct(
+        ("target_label", StringType()),
+        ("target_product", StringType()),
+        ("target_version", StringType()),
+        ("target_protocol", StringType()),
+        ("how", StringType()),
+        ("set", StringType()),
+        ("module", StringType()),
+        ("covered", LongType()),
+        ("relevant", LongType()),
+        ("ratio", DoubleType()),
+        ("lines", ArrayType(LongType(), containsNull=False)),
+        (
+            "unreached",
+            ArrayType(
+                _struct(("function", StringType()), ("lines", LongType())), containsNull=False
+            ),
+        ),
+        ("runs", LongType()),
+        ("workers", LongType()),
+        ("finals", LongType()),
+        _NIGHT,
+    ),
+    # the broker's code covered over each run: per worker, target, set (null: the modules
+    # measured for steering only) and point
+    "broker_coverage_points": _struct(
+        ("run_id", StringType()),
+        ("worker", StringType()),
+        ("target_label", StringType()),
+        ("target_product", StringType()),
+        ("target_version", StringType()),
+        ("target_protocol", StringType()),
+        ("how", StringType()),
+        ("set", StringType()),
+        ("seq", LongType()),
+        ("elapsed_s", DoubleType()),
+        ("final", BooleanType()),
+        ("covered", LongType()),
+        ("relevant", LongType()),
         _NIGHT,
     ),
     "rejects": _struct(

@@ -12,7 +12,8 @@ leaves the other nights alone, so the same input always gives the same output.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import datetime as dt
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from pyspark.errors import AnalysisException
@@ -20,7 +21,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, StructField, StructType, TimestampType
 
-from .read import Ingest, divergence
+from .read import FileStats, Ingest, InputFile, divergence
 from .schema import TABLES, VERDICT_COLUMNS
 
 __all__ = [
@@ -30,8 +31,10 @@ __all__ = [
     "deviations",
     "divergences",
     "frame",
+    "health_row",
     "ingest_health",
     "read_table",
+    "rejected",
     "rejects",
     "runs",
     "scenarios",
@@ -195,19 +198,29 @@ def divergences(facts: DataFrame) -> DataFrame:
 
 
 def ingest_health(ingest: Ingest) -> Rows:
-    """One row per file found: its state, and what its lines held (zero for unread files)."""
-    rows = []
-    for f in ingest.files:
-        if f.state == "totals":
-            continue
-        st = ingest.stats.get(f.path)
-        counts = (st.lines, st.records, st.duplicates, st.torn, st.malformed) if st else (0,) * 5
-        values = (f.path, f.state, f.size, f.modified_us, f.read, *counts)
-        rows.append(
-            dict(zip(TABLES["ingest"].fieldNames(), values, strict=False))
-            | {"run_date": ingest.night_of_file(f.path)}
-        )
-    return rows
+    """One row per record file found: its state, and what its lines held (zero for unread
+    files). (The coverage files' rows are :func:`amqpfuzz.reports.broker.health`'s.)"""
+    return [
+        health_row(f, ingest.stats.get(f.path), ingest.night_of_file(f.path))
+        for f in ingest.files
+        if f.contents == "records"
+    ]
+
+
+def health_row(f: InputFile, st: FileStats | None, night: dt.date) -> dict[str, Any]:
+    """A file's row of the ingest table."""
+    counts = (st.lines, st.records, st.duplicates, st.torn, st.malformed) if st else (0,) * 5
+    names = ("lines", "records", "duplicates", "torn_lines", "malformed_lines")
+    return {
+        "file": f.path,
+        "state": f.state,
+        "bytes": f.size,
+        "modified": f.modified_us,
+        "read": f.read,
+        **dict(zip(names, counts, strict=True)),
+        "contents": f.contents,
+        "run_date": night,
+    }
 
 
 def collect(frame: DataFrame) -> Rows:
@@ -239,14 +252,25 @@ def rejects(spark: SparkSession, ingest: Ingest) -> DataFrame | None:
     line that is JSON but not a record is not kept: the reader has parsed it)."""
     if ingest.bad_lines is None:
         return None
+    return rejected(spark, ingest.bad_lines, ingest.stats, ingest.night_of_file)
+
+
+def rejected(
+    spark: SparkSession,
+    bad_lines: DataFrame,
+    stats: Mapping[str, FileStats],
+    night_of: Callable[[str], dt.date],
+) -> DataFrame:
+    """The ``rejects`` rows of ``bad_lines`` (file as Spark's key, text), each torn or
+    malformed as its file's ``stats`` say."""
     files = [
-        (st.key, path, st.torn_text, ingest.night_of_file(path))
-        for path, st in ingest.stats.items()
+        (st.key, path, st.torn_text, night_of(path))
+        for path, st in stats.items()
         if st.torn or st.malformed
     ]
     info = spark.createDataFrame(files, "key string, path string, torn_text string, run_date date")
     torn = F.col("torn_text").isNotNull() & (F.col("text") == F.col("torn_text"))
-    return ingest.bad_lines.join(F.broadcast(info), F.col("file") == F.col("key")).select(
+    return bad_lines.join(F.broadcast(info), F.col("file") == F.col("key")).select(
         F.col("path").alias("file"),
         F.when(torn, "torn").otherwise("malformed").alias("reason"),
         "text",

@@ -47,11 +47,13 @@ def run_spark(
     profile: str | None,
     allow_remote: bool,
     console: Console,
+    coverage: bool = True,
 ) -> int:
-    """Run the shards on ``master``; the exit status (1: failures found)."""
+    """Run the shards on ``master``; the exit status (1: failures found). ``coverage``: each
+    throwaway broker's own code measured where it can be."""
     work = plan(
         run_id, settings, urls=urls, brokers=brokers, shards=shards, profile=profile,
-        allow_remote=allow_remote,
+        allow_remote=allow_remote, coverage=coverage,
     )  # fmt: skip
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # executors run this interpreter
     if master.startswith("sc://"):

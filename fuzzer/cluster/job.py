@@ -2,11 +2,12 @@
 
 The shards go out one per task (``parallelize`` with a partition each); each task's rows are
 written by Spark's text writer under ``OUT/spark-<run>/`` partitioned by ``output``:
-``output=records`` (JSON lines the nightly report reads like any record file), ``reproducers``,
-``summaries`` and ``errors``. Spark commits a task's files only when the attempt succeeds, so a
-task killed mid-shard and retried leaves each record once. Afterwards the driver puts each
-reproducer in ``OUT/reproducers/`` (where the records say it is) and the run's totals beside
-them, when the output path is on its file system.
+``output=records`` (JSON lines the nightly report reads like any record file),
+``output=coverage`` (the broker's code covered, read like any ``coverage-*.jsonl`` file),
+``reproducers``, ``summaries`` and ``errors``. Spark commits a task's files only when the
+attempt succeeds, so a task killed mid-shard and retried leaves each record once. Afterwards
+the driver puts each reproducer in ``OUT/reproducers/`` (where the records say it is) and the
+run's totals beside them, when the output path is on its file system.
 
 A shard that cannot go on (its broker does not start, its URL does not answer) hands back one
 line in an ``errors`` row instead of failing the job: the other shards finish.
@@ -153,16 +154,22 @@ def _rows(shard: Shard, out: str) -> list[Row]:
         return [("errors", f"shard-{shard.index}", f"shard {shard.index} ({shard.where}): {why}")]
 
 
+# what only the nightly report reads: the driver leaves it where it was committed
+_REPORTED = ("records", "coverage")
+
+
 def _written(spark: SparkSession, target: str, local: Path | None) -> list[tuple[str, str]]:
-    """The committed rows but the records, as (output, line): read straight from the files
-    when they are on this machine (a Spark job to read a few lines costs seconds)."""
+    """The committed rows but the records and coverage records, as (output, line): read
+    straight from the files when they are on this machine (a Spark job to read a few lines
+    costs seconds)."""
     if local is None:
         written = spark.read.text(target)  # with the partition column `output`
-        return [(r.output, r.value) for r in written.where("output != 'records'").collect()]
+        wanted = written.where(~written.output.isin(*_REPORTED))
+        return [(r.output, r.value) for r in wanted.collect()]
     found = []
     for part in sorted(Path(target).glob("output=*/part-*")):
         output = part.parent.name.split("=", 1)[1]
-        if output != "records":
+        if output not in _REPORTED:
             found += [(output, line) for line in part.read_text(encoding="utf-8").splitlines()]
     return found
 

@@ -16,7 +16,8 @@ __all__ = ["Shard", "plan"]
 @dataclass(frozen=True)
 class Shard:
     """One task's campaign: on ``url`` (its password in memory only) or a throwaway broker of
-    kind ``broker``, with ``settings`` (its seed among them)."""
+    kind ``broker``, with ``settings`` (its seed among them); ``coverage``: a throwaway broker's
+    own code measured, where amqpfuzz can measure it."""
 
     index: int
     run_id: str
@@ -25,6 +26,7 @@ class Shard:
     broker: str | None = None
     profile: str | None = None
     allow_remote: bool = False
+    coverage: bool = True
 
     @property
     def prefix(self) -> str:
@@ -48,9 +50,10 @@ def plan(
     shards: int = 1,
     profile: str | None = None,
     allow_remote: bool = False,
+    coverage: bool = True,
 ) -> list[Shard]:
     """Every URL and every broker kind, ``shards`` times each, seeds counting up from the
-    run's."""
+    run's; ``coverage``: each throwaway broker's code measured where it can be."""
     targets: list[tuple[str | None, str | None]] = [(u, None) for u in urls]
     targets += [(None, b) for b in brokers]
     found: list[Shard] = []
@@ -59,5 +62,5 @@ def plan(
         for _ in range(shards):
             index = len(found)
             seeded = replace(settings, seed=base + index)
-            found.append(Shard(index, run_id, seeded, url, broker, profile, allow_remote))
+            found.append(Shard(index, run_id, seeded, url, broker, profile, allow_remote, coverage))
     return found

@@ -1,12 +1,14 @@
-"""One shard on an executor: the unchanged engine, its records and reproducers handed back as
-rows.
+"""One shard on an executor: the unchanged engine, its records, coverage records and
+reproducers handed back as rows.
 
-The task starts its throwaway broker on its executor's machine (or parses its URL), runs the
-campaign with a record writer in a directory of its own, and then yields its output as rows of
-``(output, name, line)``: ``records`` (a record, its reproducer's path made the final one under
-the output path), ``reproducers`` (a reproducer file's name and content as one JSON line) and
-``summaries``
-(what the shard came to). Nothing is written to the output path here: Spark writes the rows, so
+The task starts its throwaway broker on its executor's machine (or parses its URL), its code
+measured where amqpfuzz can measure it (a throwaway RabbitMQ's or Qpid Proton broker's, unless
+the shard says not to), runs the campaign with a record writer in a directory of its own, and
+then yields its output as rows of ``(output, name, line)``: ``records`` (a record, its
+reproducer's path made the final one under the output path), ``coverage`` (a record of the
+broker's code covered, as the plain run's ``coverage-*.jsonl`` files hold them),
+``reproducers`` (a reproducer file's name and content as one JSON line) and ``summaries`` (what
+the shard came to). Nothing is written to the output path here: Spark writes the rows, so
 that the output of a task attempt that died is never committed, and a retried shard's records
 are there once.
 """
@@ -21,6 +23,8 @@ import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
+
+from amqpfuzz.spec import family_of
 
 from ..brokers import Target, parse_target, throwaway
 from ..engine.campaign import Campaign, TargetRun
@@ -39,9 +43,11 @@ def run_shard(shard: Shard, out: str, tick: Callable[[Any], None] | None = None)
     summary as rows. ``tick`` gets the engine's events as they come (the task's progress)."""
     with tempfile.TemporaryDirectory(prefix="amqpfuzz-shard-") as scratch:
         finished: list[RunFinished] = []
-        records = _campaign(shard, Path(scratch), finished.append, tick)
+        records, coverage = _campaign(shard, Path(scratch), finished.append, tick)
         # (the throwaway broker is gone by now: the rows are written without it)
         yield from _records(records, Path(scratch) / "reproducers", out)
+        if coverage is not None:
+            yield from _coverage(coverage)
         yield from _reproducers(Path(scratch) / "reproducers")
         yield _summary(shard, finished)
 
@@ -51,11 +57,13 @@ def _campaign(
     scratch: Path,
     done: Callable[[RunFinished], None],
     tick: Callable[[Any], None] | None,
-) -> Path:
-    """The shard's campaign, its records written under ``scratch``; their file."""
+) -> tuple[Path, Path | None]:
+    """The shard's campaign, its records written under ``scratch``; their file, and the
+    coverage records' (None: its broker's code was not measured)."""
     with contextlib.ExitStack() as stack:
         if shard.broker is not None:
-            broker = stack.enter_context(throwaway(shard.broker))
+            measured = family_of(shard.settings.protocol) if shard.coverage else None
+            broker = stack.enter_context(throwaway(shard.broker, coverage=measured))
             target: Target = parse_target(broker.url, label=f"throwaway {broker.kind}")
         else:
             broker = None
@@ -69,8 +77,10 @@ def _campaign(
             if tick is not None:
                 tick(event)
 
-        emit = Emitter(RecordHandler(writer), keep)
-        run = TargetRun(target, broker=broker, profile_name=shard.profile)
+        handler = RecordHandler(writer)
+        emit = Emitter(handler, keep)
+        probe = broker.probe if broker is not None else None
+        run = TargetRun(target, broker=broker, profile_name=shard.profile, coverage=probe)
         campaign = Campaign(
             [run], shard.settings, out=scratch, run_id=shard.run_id, prefix=shard.prefix,
             emit=emit,
@@ -82,8 +92,8 @@ def _campaign(
             campaign.finish()
             raise
         finally:
-            records = writer.close()
-    return records
+            records = handler.close()
+    return records, handler.coverage.path if handler.coverage is not None else None
 
 
 def _records(path: Path, scratch: Path, out: str) -> Iterator[Row]:
@@ -95,6 +105,15 @@ def _records(path: Path, scratch: Path, out: str) -> Iterator[Row]:
             if isinstance(found, str) and found.startswith(str(scratch)):
                 record["reproducer"] = f"{final}/{Path(found).name}"
             yield "records", str(record["record_id"]), json.dumps(record, separators=(",", ":"))
+
+
+def _coverage(path: Path) -> Iterator[Row]:
+    with path.open(encoding="utf-8") as lines:
+        for line in lines:
+            if line.strip():
+                record = json.loads(line)
+                name = f"{record['worker']}-{record['seq']}"
+                yield "coverage", name, json.dumps(record, separators=(",", ":"))
 
 
 def _reproducers(directory: Path) -> Iterator[Row]:

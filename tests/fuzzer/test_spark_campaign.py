@@ -1,5 +1,6 @@
-"""Campaigns on Spark (local mode, real throwaway brokers): shards run as tasks, their records
-and reproducers written by Spark's committer where the nightly report reads them; a task killed
+"""Campaigns on Spark (local mode, real throwaway brokers): shards run as tasks, their records,
+the broker's code covered and reproducers written by Spark's committer where the nightly report
+reads them; a task killed
 mid-shard is retried and its records are there once; a shard that cannot reach its broker is
 one line, and the others finish."""
 
@@ -31,10 +32,10 @@ pytestmark = pytest.mark.slow
 AMQPFUZZ = shutil.which("amqpfuzz", path=str(Path(sys.executable).parent)) or "amqpfuzz"
 
 
-def records_of(out: Path) -> list[dict[str, Any]]:
+def records_of(out: Path, output: str = "records") -> list[dict[str, Any]]:
     return [
         json.loads(line)
-        for part in sorted(out.glob("spark-*/output=records/part-*.txt"))
+        for part in sorted(out.glob(f"spark-*/output={output}/part-*.txt"))
         for line in part.read_text().splitlines()
     ]
 
@@ -65,6 +66,12 @@ def test_a_spark_campaign_writes_each_record_once_where_the_report_reads_it(
             assert load_reproducer(record["reproducer"])["kind"]  # put in place by the driver
     (totals,) = out.glob("run-*.json")
     assert json.loads(totals.read_text())["protocol"] == "0-9-1"
+    # each shard's throwaway RabbitMQ measured (by default): its points, and a final record
+    coverage = records_of(out, "coverage")
+    assert {(shard_of(c), c["final"]) for c in coverage} == {
+        ("s0", False), ("s0", True), ("s1", False), ("s1", True),
+    }  # fmt: skip
+    assert all(c["how"] == "erlang-cover" and c["target"]["protocol"] == "0-9-1" for c in coverage)
     reported = subprocess.run(
         [AMQPFUZZ, "report", "--in", str(out), "--out", str(report)],
         capture_output=True, text=True, timeout=300,
@@ -76,6 +83,9 @@ def test_a_spark_campaign_writes_each_record_once_where_the_report_reads_it(
     assert reasons, "a campaign on RabbitMQ meets the deviations its profile records"
     page = (report / "report.html").read_text()
     assert 'id="deviations"' in page and escape(reasons.most_common(1)[0][0]) in page
+    # the shards' coverage read like a plain run's coverage files
+    broker = page[page.index('id="broker-coverage"') :]
+    assert "throwaway rabbitmq · AMQP 0-9-1" in broker[: broker.index("<h2")]
 
 
 @pytest.fixture

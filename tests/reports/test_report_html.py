@@ -1,6 +1,6 @@
 """The report as a person sees it: headless Chromium renders the page of the third of three
-nights; its DOM must carry the headline numbers and replay commands, and its screenshot the
-colours the charts are drawn in."""
+nights; its DOM must carry the headline numbers, replay commands and the broker's code covered
+night by night, and its screenshot the colours the charts are drawn in."""
 
 from __future__ import annotations
 
@@ -83,6 +83,20 @@ def test_regressed_failure_comes_first_with_its_replay_command(
     assert replay in text
     recurring = text.index("Recurring failures")
     assert text.index(replay) < recurring < text.index("sig-C", recurring)
+
+
+def test_the_brokers_code_covered_night_by_night(rendered: tuple[str, str, Image.Image]) -> None:
+    """Each night's RabbitMQ run covered one line more of rabbit_reader (coverage_records
+    .night_of): night 3's page has the three nights' trend, read back from the tables."""
+    _, dom, _ = rendered
+    section = dom[dom.index('id="broker-coverage"') :]
+    section = section[: section.index("<h2")]
+    assert "rabbitmq · AMQP 0-9-1" in section and "7 of 18 (39%)" in section
+    (trend,) = re.findall(r'<svg class="chart trend".*?</svg>', section)
+    assert re.findall(r"<title>([^<]*)</title>", trend) == [
+        "2026-03-01: 5", "2026-03-02: 6", "2026-03-03: 7",
+    ]  # fmt: skip
+    assert "auth_fail/5" in section and "garagemq" not in section  # (GarageMQ: not measured)
 
 
 def test_nothing_is_loaded_from_anywhere(rendered: tuple[str, str, Image.Image]) -> None:

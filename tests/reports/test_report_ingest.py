@@ -1,6 +1,6 @@
 """Reading what machines really leave behind: a torn last line, a duplicated file, records
-repeated in one file, a malformed line, abandoned and still-growing ``.part`` files; and input
-no report can be made of."""
+repeated in one file, a malformed line, abandoned and still-growing ``.part`` files (of records
+and of the broker's coverage alike); and input no report can be made of."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from pyspark.testing import assertDataFrameEqual
 
 from amqpfuzz.fuzzer.records import RecordWriter
 from amqpfuzz.reports import ReportInputError, run
+from tests.helpers import coverage_records as measured
 from tests.helpers.report_records import at, case, write
 from tests.helpers.spark import table
 
@@ -24,9 +25,11 @@ pytestmark = pytest.mark.slow  # every test here starts a broker, Spark or a pro
 NIGHT = "2026-02-01"
 
 
-def _part(directory: Path, worker: str, items: list[dict], tail: str, age_s: float) -> Path:
+def _part(
+    directory: Path, worker: str, items: list[dict], tail: str, age_s: float, stem: str = "records"
+) -> Path:
     """A file a writer left unfinished: its records, then ``tail`` without a newline."""
-    writer = RecordWriter(directory, "r1", worker)
+    writer = RecordWriter(directory, "r1", worker, stem=stem)
     for item in items:
         writer.write(item)
     assert writer._file is not None
@@ -59,8 +62,26 @@ def messy(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> tupl
     w4 = write(a, "r1", "w4", [case(run_id="r1", worker="w4", ts=at(NIGHT, 30)), twice, twice])
     lines = w4.read_text().splitlines(keepends=True)
     w4.write_text(lines[0] + "not json at all\n\n" + "".join(lines[1:]))
+    _coverage(inputs)
     run(spark, [str(inputs)], str(output))
     return inputs, output
+
+
+def _coverage(inputs: Path) -> None:
+    """Coverage files as messy: one copied (a retried upload) before a line in it was broken,
+    one abandoned with a torn last line."""
+    points = [
+        measured.point(run_id="r1", worker="w1", seq=i, ts=at(NIGHT, 5 * i), elapsed_s=5.0 * i,
+                       covered={"rabbit_reader": i})
+        for i in (1, 2)
+    ]  # fmt: skip
+    first = measured.write(inputs / "a", "r1", "w1", points)
+    shutil.copy(first, inputs / "b" / first.name)
+    lines = first.read_text().splitlines(keepends=True)
+    first.write_text(lines[0] + "\n{garbage\n" + lines[1])
+    tail = '{"schema_version":1,"run_id":"r1","worker":"w2","seq":2,"ts":"2026-02'
+    abandoned = measured.point(run_id="r1", worker="w2", seq=1, ts=at(NIGHT, 1), elapsed_s=0.0)
+    _part(inputs / "a", "w2", [abandoned], tail, age_s=3600, stem="coverage")
 
 
 def test_each_file_is_accounted_for(spark: SparkSession, messy: tuple[Path, Path]) -> None:
@@ -75,6 +96,7 @@ def test_each_file_is_accounted_for(spark: SparkSession, messy: tuple[Path, Path
         torn: int = 0,
         malformed: int = 0,
     ) -> Row:
+        contents = path.split("/")[1].split("-")[0]
         return Row(
             file=f"file:{inputs}/{path}",
             state=state,
@@ -84,10 +106,14 @@ def test_each_file_is_accounted_for(spark: SparkSession, messy: tuple[Path, Path
             duplicates=dups,
             torn_lines=torn,
             malformed_lines=malformed,
+            contents=contents,
             run_date=dt.date(2026, 2, 1),
         )
 
     expected = [
+        row("a/coverage-r1-w1.jsonl", "complete", 4, 2, malformed=1),  # and a blank line
+        row("a/coverage-r1-w2.jsonl.part", "abandoned", 2, 1, torn=1),
+        row("b/coverage-r1-w1.jsonl", "complete", 2, 0, dups=2),
         row("a/records-r1-w1.jsonl", "complete", 3, 3),
         row("a/records-r1-w2.jsonl.part", "abandoned", 3, 2, torn=1),
         row("a/records-r1-w3.jsonl.part", "writing", 0, 0),
@@ -120,7 +146,33 @@ def test_torn_and_malformed_lines_are_kept_apart(
             file=f"file:{inputs}/a/records-r1-w4.jsonl", reason="malformed", text="not json at all"
         ),
     ]
-    assertDataFrameEqual(table(spark, output, "rejects").drop("run_date"), expected)
+    records = table(spark, output, "rejects").filter("file LIKE '%/records-%'")
+    assertDataFrameEqual(records.drop("run_date"), expected)
+
+
+def test_coverage_records_count_once_and_their_bad_lines_are_kept(
+    spark: SparkSession, messy: tuple[Path, Path]
+) -> None:
+    """A coverage file's torn and malformed lines are rejects like a record file's; a copied
+    coverage record is one point of the curve, not two."""
+    inputs, output = messy
+    rejected = table(spark, output, "rejects").filter("file LIKE '%/coverage-%'")
+    expected = [
+        Row(file=f"file:{inputs}/a/coverage-r1-w1.jsonl", reason="malformed", text="{garbage"),
+        Row(
+            file=f"file:{inputs}/a/coverage-r1-w2.jsonl.part",
+            reason="torn",
+            text='{"schema_version":1,"run_id":"r1","worker":"w2","seq":2,"ts":"2026-02',
+        ),
+    ]
+    assertDataFrameEqual(rejected.drop("run_date"), expected)
+    points = table(spark, output, "broker_coverage_points").filter("set = '0-9-1'")
+    assert sorted((p.worker, p.seq, p.covered) for p in points.collect()) == [
+        ("w1", 1, 1), ("w1", 2, 2), ("w2", 1, 0),
+    ]  # fmt: skip
+    (reader,) = table(spark, output, "broker_coverage").filter("module = 'rabbit_reader'").collect()
+    # no final record: the most a point counted, and the functions never reached not known
+    assert (reader.covered, reader.lines, reader.unreached, reader.finals) == (2, None, None, 0)
 
 
 def test_a_file_of_something_else_is_an_error(spark: SparkSession, tmp_path: Path) -> None:

@@ -1,7 +1,8 @@
 """The page as a reader meets it, from tables made by hand (no Spark): known deviations with
 their reasons and an xpass called out, a matrix of a few named columns however many unknown
-class ids the night drew, coverage with what was not exercised, a drill-down per signature, and
-trend charts that read from one night to ninety. Headless Chromium renders it at a desktop and
+class ids the night drew, coverage with what was not exercised, the broker's own code covered
+(a real campaign's modules and functions never entered), a drill-down per signature, and trend
+charts that read from one night to ninety. Headless Chromium renders it at a desktop and
 a narrow width: every section is there and nothing overflows sideways."""
 
 from __future__ import annotations
@@ -26,7 +27,11 @@ from amqpfuzz.spec import reach
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 NIGHT = dt.date(2026, 6, 30)
 RABBIT = "rabbitmq"
-SECTIONS = ("targets", "new", "deviations", "scenarios", "matrix", "coverage")
+SECTIONS = ("targets", "new", "deviations", "scenarios", "matrix", "coverage", "broker-coverage")
+# a real campaign's coverage file (a throwaway RabbitMQ fuzzed for 30 s): its final record
+REAL = Path(__file__).with_name("data") / "coverage-638f43895d9b-vm-16703-w0.jsonl"
+PROTON = {"target_label": "throwaway qpid-proton", "target_product": "", "target_version": "",
+          "target_protocol": "1.0", "how": "coverage.py"}  # fmt: skip
 # the page's own measurements, taken by a script added to a copy of it (the page has none);
 # the widest element is looked for outside the boxes that scroll a wide table in place
 MEASURE = """<script>
@@ -72,6 +77,45 @@ def _signature(name: str, ref: str, protocol: str = "0-9-1") -> dict[str, Any]:
     }  # fmt: skip
 
 
+def _broker(nights: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
+    """The broker's code covered tonight: RabbitMQ's modules as the real campaign's final record
+    counts them, a Python broker with a long file name; a point per 5 s of an hour's run (more
+    than the page draws) per target; and ``nights - 1`` earlier nights of each set."""
+    final = json.loads(REAL.read_text().splitlines()[-1])
+    rabbit = {"target_label": RABBIT, "target_product": "RabbitMQ", "target_version": "3.10.8",
+              "target_protocol": "0-9-1", "how": "erlang-cover"}  # fmt: skip
+    common = {"runs": 1, "workers": 2, "finals": 2, "lines": [], "run_date": NIGHT}
+    modules = [
+        rabbit | common | m | {"ratio": None,
+                               "unreached": [{"function": f, "lines": n}
+                                             for f, n in final["unreached"].get(m["module"], [])]}
+        for m in final["modules"]
+    ]  # fmt: skip
+    long_name = "usr/lib/python3/dist-packages/proton/_a_module_with_a_rather_long_name.py"
+    modules += [
+        PROTON | common | {"set": "1.0 (Proton)", "module": long_name, "covered": 40,
+                           "relevant": 90, "ratio": 0.44,
+                           "unreached": [{"function": "Transport.a_method_with_a_long_name_"
+                                          f"{i}_that_goes_on", "lines": i} for i in range(30)]},
+        PROTON | common | {"set": "1.0 (Proton)", "module": "python/broker.py", "covered": 77,
+                           "relevant": 93, "ratio": 0.83, "unreached": None, "finals": 0},
+    ]  # fmt: skip
+    points = [
+        target | {"run_id": "r1", "worker": "host-1-w0", "set": name, "seq": i,
+                  "elapsed_s": 5.0 * i, "covered": covered * min(i, 60) // 60,
+                  "relevant": 1000, "streams": 2, "run_date": NIGHT}
+        for target, name, covered in ((rabbit, "0-9-1", 1806), (PROTON, "1.0 (Proton)", 117))
+        for i in range(720)
+    ]  # fmt: skip
+    history = [
+        {**{k: target[k] for k in target if k.startswith("target_")}, "set": name,
+         "covered": covered - i % 10, "relevant": 3856, "run_date": NIGHT - dt.timedelta(days=i)}
+        for target, name, covered in ((rabbit, "0-9-1", 1806), (PROTON, "1.0 (Proton)", 117))
+        for i in range(1, nights)
+    ]  # fmt: skip
+    return modules, points, history
+
+
 def _tables(nights: int) -> tuple[dict[str, list[dict[str, Any]]], list[Trend]]:
     """Tonight's tables, and the trend points of ``nights - 1`` nights before it."""
     deviation = {
@@ -106,6 +150,8 @@ def _tables(nights: int) -> tuple[dict[str, list[dict[str, Any]]], list[Trend]]:
                        "reason": "RabbitMQ lets amq. names through", "occurrences": 1,
                        "run_date": NIGHT}],
         "coverage": coverage,
+        "broker_coverage": _broker(nights)[0],
+        "broker_coverage_points": _broker(nights)[1],
         "divergences": [],
         "ingest": [{"file": "records-r1.jsonl", "state": "complete", "records": 1000,
                     "duplicates": 0, "torn_lines": 0, "malformed_lines": 0, "run_date": NIGHT}],
@@ -119,7 +165,7 @@ def _tables(nights: int) -> tuple[dict[str, list[dict[str, Any]]], list[Trend]]:
 
 def _page(nights: int) -> tuple[page.Page, str]:
     tables, history = _tables(nights)
-    shown = page.build(NIGHT, tables, history)
+    shown = page.build(NIGHT, tables, history, broker_history=_broker(nights)[2])
     return shown, html.render(shown)
 
 
@@ -165,12 +211,61 @@ def test_coverage_lists_what_was_not_exercised() -> None:
     assert "1 not exercised" in coverage and "<code>basic.recover-async</code>" in coverage
 
 
+def _broker_section(text: str) -> str:
+    start = text.index('id="broker-coverage"')
+    return text[start : text.index("<h2", start)]
+
+
+def test_the_brokers_code_covered_per_set_module_and_function() -> None:
+    shown, text = _page(3)
+    section = _broker_section(text)
+    # per target: its sets (the bars), its modules, the curve over the run and the trend
+    assert [(b.label, b.protocol) for b in shown.broker] == [
+        ("rabbitmq", "0-9-1"), ("throwaway qpid-proton", "1.0"),
+    ]  # fmt: skip
+    assert "1806 of 3856 (47%)" in section and "117 of 183 (64%)" in section
+    assert section.count('<svg class="chart run"') == 2
+    assert section.count('<svg class="chart trend"') == 2
+    rabbit, _ = shown.broker
+    assert len(rabbit.curve["0-9-1"]) == page.CURVE_POINTS  # an hour's 720 points, thinned
+    assert rabbit.curve["0-9-1"][-1] == (5.0 * 719, 1806.0)
+    assert [n for n, _ in rabbit.trend["0-9-1"]] == [
+        NIGHT - dt.timedelta(days=i) for i in (2, 1, 0)
+    ]
+    assert "(the one of 2 that covered most)" in section
+    # a row per module under its set's (the named set first, then the steering-only ones)
+    assert section.index("<strong>0-9-1</strong>: 1,806 of 3,856 (47%)") < section.index(
+        "measured for steering only"
+    )
+    assert "<code>rabbit_<wbr>amqqueue_<wbr>process</code>" in section  # (breaks there only)
+    # the functions never reached, folded: all of them, per module
+    folded = section[section.index('<details class="unreached">') :]
+    assert "Functions never reached: 452 in 21 module(s)" in folded
+    assert (
+        '<details data-unreached="rabbit_reader"><summary><code>rabbit_reader</code>: 37' in folded
+    )
+    assert "<code>auth_fail/5</code>" in folded
+    # a module no run ended with a final record of: not known
+    broker_row = section[section.index("<code>python/<wbr>broker.py</code>") :]
+    assert re.match(r"<code>[^<]*<wbr>[^<]*</code></td>(<td[^>]*>[^<]*</td>){3}<td[^>]*>\?<",
+                    broker_row)  # fmt: skip
+
+
+def test_without_coverage_records_the_section_says_it_was_not_measured() -> None:
+    tables, history = _tables(3)
+    del tables["broker_coverage"], tables["broker_coverage_points"]
+    text = html.render(page.build(NIGHT, tables, history))
+    section = _broker_section(text)
+    assert "coverage was not measured this night" in section and "<svg" not in section
+    assert text.index('id="coverage"') < text.index('id="broker-coverage"')
+
+
 @pytest.mark.parametrize("nights", [1, 3, 90])
 def test_trends_read_from_one_night_to_ninety(nights: int) -> None:
     shown, text = _page(nights)
     assert len(shown.trends) == nights
     charts = re.findall(r'<svg class="chart trend".*?</svg>', text)
-    assert len(charts) == 4
+    assert len(charts) == 4 + 2  # the night's four, and a named set's per target measured
     for chart in charts:
         dots = chart.count("<circle")
         assert dots == (nights if nights <= DOTTED_NIGHTS else 1)

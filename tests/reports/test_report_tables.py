@@ -247,6 +247,8 @@ def test_differential_divergences(spark: SparkSession, first_night: First) -> No
 
 
 def test_ingest_health(spark: SparkSession, first_night: First) -> None:
+    """Every file, its records and the broker's coverage records alike; the summary counts the
+    records only."""
     inputs, out, summary = first_night
     expected = [
         Row(
@@ -258,10 +260,13 @@ def test_ingest_health(spark: SparkSession, first_night: First) -> None:
             duplicates=0,
             torn_lines=0,
             malformed_lines=0,
+            contents=path.split("/")[1].split("-")[0],
             run_date=NIGHT,
         )
         for path, lines in (
+            ("machine1/coverage-r1-m1-11.jsonl", 3),
             ("machine1/records-r1-m1-11.jsonl", 4),
+            ("machine2/coverage-r1-m2-22.jsonl", 2),
             ("machine2/records-r1-m2-22.jsonl", 3),
             ("machine3/records-r2-m3-33.jsonl", 4),
         )
