@@ -2,7 +2,14 @@
 
 A case is built before the fuzzer knows where it will run (which channel, session or link), so
 its steps render themselves there (:meth:`Case.render`); everything else is fixed bytes, so the
-exact bytes of any run are always recoverable. A family's strategies make the steps (0-9-1's
+exact bytes of any run are always recoverable (the runner logs what it sent).
+
+A case may also wait for the peer within itself: an :class:`Await` step sends nothing, and the
+steps after it go once what the peer sent on the case's channel meets it (its credit before our
+transfers, its deliveries before our dispositions); an :class:`Answer` step's bytes are made
+from what the case sent and what the peer sent before it (the delivery ids to settle, the
+credit left), and :meth:`Answer.render` is what it sends when the peer answers as planned.
+:meth:`Case.segments` cuts a case at its awaits; a case without awaits is one segment. A family's strategies make the steps (0-9-1's
 are :class:`~amqpfuzz.strategies.amqp091.wire.WireFrame`); the reaction is said in a vocabulary
 every protocol shares: the reply, or the close of a *scope* (connection, channel, session,
 link) with one of the codes (0-9-1's reply codes, 1.0's error conditions) the spec names.
@@ -13,11 +20,23 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from amqpfuzz.spec import OutcomeKind, Scope
 
-__all__ = ["Case", "Code", "ErrorCode", "Placement", "Reaction", "Step"]
+__all__ = [
+    "Answer",
+    "Await",
+    "Case",
+    "Code",
+    "ErrorCode",
+    "Placement",
+    "Reaction",
+    "Segment",
+    "Step",
+    "answers",
+    "awaits",
+]
 
 
 class Code(Protocol):
@@ -62,6 +81,72 @@ class Step(Protocol):
 
     @property
     def label(self) -> str: ...
+
+
+@runtime_checkable
+class Await(Protocol):
+    """A step that sends nothing: the steps after it wait until what the peer sent on the
+    case's channel meets it. ``received`` is every frame the peer sent there since the channel
+    was opened for the case (as the driver reads them), ``sent`` the bytes of each step the
+    case sent before it."""
+
+    def render(self, channel: int) -> bytes: ...
+
+    @property
+    def label(self) -> str: ...
+
+    def met(self, sent: Sequence[bytes], received: Sequence[Any]) -> bool | None:
+        """True: the steps after it go now; False: not yet; None: they never will (the peer
+        ended what it waits for): the case sends nothing more."""
+
+
+@runtime_checkable
+class Answer(Protocol):
+    """A step whose bytes are made from what went before it: :meth:`render` is what it sends
+    when the peer answers as the case planned, :meth:`answer` what it sends given what the
+    case ``sent`` (each step's bytes) and what the peer sent (``received``, as for
+    :class:`Await`)."""
+
+    def render(self, channel: int) -> bytes: ...
+
+    @property
+    def label(self) -> str: ...
+
+    def answer(self, channel: int, sent: Sequence[bytes], received: Sequence[Any]) -> bytes: ...
+
+
+def awaits(step: Step) -> bool:
+    """Whether ``step`` is an :class:`Await` (read from its type: a case's steps are asked
+    this often, and a check of a Protocol's every member is slow)."""
+    return callable(getattr(type(step), "met", None))
+
+
+def answers(step: Step) -> bool:
+    """Whether ``step`` is an :class:`Answer`."""
+    return callable(getattr(type(step), "answer", None))
+
+
+@dataclass(frozen=True, slots=True)
+class Segment:
+    """The steps of a case that go together: those before its first await, or those after an
+    await (``after``) up to the next."""
+
+    after: Await | None
+    steps: tuple[Step, ...]
+
+    def render(self, channel: int, sent: list[bytes], received: Sequence[Any]) -> bytes:
+        """The segment's bytes, each step's appended to ``sent`` as it is made (an answer's
+        from what came)."""
+        out = []
+        for step in self.steps:
+            data = (
+                step.answer(channel, sent, received)  # type: ignore[attr-defined]
+                if answers(step)
+                else step.render(channel)
+            )
+            sent.append(data)
+            out.append(data)
+        return b"".join(out)
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,8 +253,29 @@ class Case:
     level: str | None = None
 
     def render(self, channel: int = 1) -> bytes:
-        """The exact bytes of the case when run on ``channel``."""
+        """The exact bytes of the case when run on ``channel`` (with awaits: when the peer
+        answers as the case planned)."""
         return b"".join(step.render(channel) for step in self.steps)
+
+    @property
+    def waits(self) -> bool:
+        """Whether the case waits for the peer within itself (it has an :class:`Await`)."""
+        return any(awaits(step) for step in self.steps)
+
+    def segments(self) -> tuple[Segment, ...]:
+        """The case cut at its awaits: the first segment goes at once, each other once what
+        the peer sent meets the await before it."""
+        found: list[Segment] = []
+        after: Await | None = None
+        steps: list[Step] = []
+        for step in self.steps:
+            if awaits(step):
+                found.append(Segment(after, tuple(steps)))
+                after, steps = step, []  # type: ignore[assignment]
+            else:
+                steps.append(step)
+        found.append(Segment(after, tuple(steps)))
+        return tuple(found)
 
     @property
     def kills_connection(self) -> bool:

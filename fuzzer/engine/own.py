@@ -10,6 +10,11 @@ sent. Only if the connection has not ended within the settle time is the probe s
 opening of the control channel it runs on: a channel costs a broker, and most of these cases
 never need one), to learn that the broker let the case pass. How long to wait is learnt (:class:`Settling`): a broker
 that has never closed a connection for an operator gets the probe at once for it.
+
+A case that waits for the peer within itself (:meth:`~amqpfuzz.strategies.Case.segments`) sends
+its first segment on take-off, and each next one as what the peer sent meets its await
+(:class:`Waiting`, shared with the lanes); its probe, or its settle time, follows the last. An
+await not met within the timeout lands the case as a ``timeout``, like any hang.
 """
 
 from __future__ import annotations
@@ -23,13 +28,14 @@ from typing import TYPE_CHECKING, Any
 
 from amqpfuzz.spec import OutcomeKind
 from amqpfuzz.strategies import Case, Placement
+from amqpfuzz.strategies.cases import Segment
 
 from ..protocols import Connection, Driver, Outcome
 
 if TYPE_CHECKING:
     from .runner import Result
 
-__all__ = ["Flight", "OwnConnections", "Settling"]
+__all__ = ["Flight", "OwnConnections", "Settling", "Waiting", "pump_any"]
 
 
 class Settling:
@@ -67,6 +73,40 @@ class Settling:
         (self.closed if closed else self.stayed)[self.key(case)] += 1
 
 
+def pump_any(connections: list[Connection], until: float) -> None:
+    """Read what arrives on any of ``connections`` (once each), waiting until ``until`` at
+    most for something to."""
+    live = list({id(c): c for c in connections if c.ended is None}.values())
+    if not live:
+        return
+    buffered = [c for c in live if getattr(c.sock, "pending", lambda: 0)()]
+    if buffered:  # TLS records already read off the socket
+        for connection in buffered:
+            connection.pump(0)
+        return
+    left = max(0.0, until - time.monotonic())
+    ready, _, _ = select.select([c.sock for c in live], [], [], left)
+    for connection in live:
+        if connection.sock in ready:
+            connection.pump(0)
+
+
+@dataclass
+class Waiting:
+    """A case's segments still to send, each once what the peer sent meets its await; what
+    the case sent so far (each step's bytes); until when the next await may take; the
+    timeout, if one was not met in time."""
+
+    segments: list[Segment]
+    sent: list[bytes]
+    deadline: float
+    failed: Outcome | None = None
+
+    @property
+    def done(self) -> bool:
+        return not self.segments
+
+
 @dataclass
 class Flight:
     """One case in flight on a connection of its own."""
@@ -81,6 +121,8 @@ class Flight:
     echoes: int  # answers like the probe's the case itself asks for
     opened: bool  # the control channel's opening went out
     lingers: float = 0.0  # the probe answered: until when to wait for a late close (0: not)
+    waiting: Waiting | None = None  # the segments of a case that waits for the peer
+    owed: bytes = b""  # the control channel's opening, due after the last segment
 
     @property
     def wakes(self) -> float:
@@ -129,7 +171,8 @@ class OwnConnections:
         if isinstance(connection, Outcome):
             return self._judged(case, connection, 0, 0.0, b"", False)
         driver, control = self.driver, self.driver.rules.control
-        data = case.render(driver.own_channel(case))
+        waiting = self._segments(case, connection, driver.own_channel(case))
+        data = b"".join(waiting.sent) if waiting else case.render(driver.own_channel(case))
         probing = not self.settling.waits(case)
         # a case that needs an open channel runs on the control channel, opened first (unless
         # the spare came with it open)
@@ -138,40 +181,80 @@ class OwnConnections:
         opening = driver.open_channel(connection, control) if opened and not ready else b""
         if opened:
             connection.open_channels.add(control)
-        out = (
-            opening + data
-            if case.placement in (Placement.OPEN, Placement.FRESH)
-            else data + opening
-        )
-        if probing and (driver.probes(case) or driver.own_channel(case) != control):
-            out += driver.probe(connection, control)  # (a case that ends it itself: none)
+        owed = b""
+        if case.placement in (Placement.OPEN, Placement.FRESH):
+            out = opening + data
+        elif waiting is not None and not waiting.done:  # (it opens after the last segment)
+            out, owed = data, opening
+        else:
+            out = data + opening
+        if waiting is None or waiting.done:
+            out += self._tail(case, connection, probing)
         self._log(connection, True, index, out, driver.stage(case))
         connection.send(out)
         now = time.monotonic()
         echoes = driver.echoes(case) if case.placement in (Placement.OPEN, Placement.FRESH) else 0
-        wait = self.timeout if probing else self.settling.seconds
-        return Flight(index, case, connection, data, now, now + wait, probing, echoes, opened)
+        wait = self.timeout if probing or (waiting and not waiting.done) else self.settling.seconds
+        return Flight(
+            index, case, connection, data, now, now + wait, probing, echoes, opened, 0.0, waiting,
+            owed,
+        )  # fmt: skip
+
+    def _tail(self, case: Case, connection: Connection, probing: bool) -> bytes:
+        """What follows a case on a connection of its own: the probe, if it goes at once (a
+        case that ends its channel itself on the control channel has none)."""
+        driver, control = self.driver, self.driver.rules.control
+        if probing and (driver.probes(case) or driver.own_channel(case) != control):
+            return driver.probe(connection, control)
+        return b""
+
+    def _segments(self, case: Case, connection: Connection, channel: int) -> Waiting | None:
+        """For a case that waits for the peer: its first segment made (in ``sent``), the rest
+        to send as the peer answers; None for a case sent whole."""
+        if not case.waits:
+            return None
+        first, *rest = case.segments()
+        sent: list[bytes] = []
+        first.render(channel, sent, self.driver.seen(connection, channel))
+        return Waiting(rest, sent, time.monotonic() + self.timeout)
+
+    def _advance(self, waiting: Waiting, connection: Connection, channel: int, now: float) -> bytes:
+        """The next segments of a waiting case whose awaits what the peer sent meets (each
+        made from what came); an await the peer will never meet ends the waiting, and so does
+        one not met by its deadline (then ``failed``, a timeout)."""
+        out = []
+        while waiting.segments:
+            segment = waiting.segments[0]
+            assert segment.after is not None
+            received = self.driver.seen(connection, channel)
+            met = segment.after.met(waiting.sent, received)
+            if met is None:  # it never will be: nothing more goes
+                waiting.segments.clear()
+            elif not met:
+                if now >= waiting.deadline:
+                    label = segment.after.label
+                    text = f"{label} not met in {self.timeout:g} s"
+                    waiting.failed = Outcome(OutcomeKind.TIMEOUT, text=text)
+                    waiting.segments.clear()
+                break
+            else:
+                out.append(segment.render(channel, waiting.sent, received))
+                waiting.segments.pop(0)
+                waiting.deadline = now + self.timeout
+        return b"".join(out)
 
     def _wait(self, flying: list[Flight]) -> None:
         """Read what arrives on any flight's connection, until the first deadline at most."""
-        live = [f.connection for f in flying if f.connection.ended is None]
-        if not live:
-            return
-        buffered = [c for c in live if getattr(c.sock, "pending", lambda: 0)()]
-        if buffered:  # TLS records already read off the socket
-            for connection in buffered:
-                connection.pump(0)
-            return
-        left = max(0.0, min(f.wakes for f in flying) - time.monotonic())
-        ready, _, _ = select.select([c.sock for c in live], [], [], left)
-        for connection in live:
-            if connection.sock in ready:
-                connection.pump(0)
+        if flying:
+            pump_any([f.connection for f in flying], min(f.wakes for f in flying))
 
     def _due(self, flight: Flight, now: float) -> bool:
         """Whether ``flight`` can land now: its connection ended, its probe answered, or its
         time is up. A flight waiting for a close that has not come sends its probe now."""
         connection = flight.connection
+        waiting = flight.waiting
+        if waiting is not None and not waiting.done:
+            return self._sending(flight, waiting, now)
         if not flight.probing:
             if connection.ended is not None:
                 return True
@@ -201,6 +284,25 @@ class OwnConnections:
         flight.lingers = now + max(self.grace, self.settling.seconds)
         return False
 
+    def _sending(self, flight: Flight, waiting: Waiting, now: float) -> bool:
+        """A case still sending its segments: the next that can go, and after the last, the
+        probe (or the settle time); due at once when its connection ended or an await failed."""
+        connection = flight.connection
+        if connection.ended is not None:
+            return True
+        channel = self.driver.own_channel(flight.case)
+        out = self._advance(waiting, connection, channel, now)
+        if waiting.done and waiting.failed is None:
+            out += flight.owed + self._tail(flight.case, connection, flight.probing)
+            flight.deadline = now + (self.timeout if flight.probing else self.settling.seconds)
+        else:
+            flight.deadline = waiting.deadline
+        if out:
+            self._log(connection, True, flight.index, out, self.driver.stage(flight.case))
+            connection.send(out)
+        flight.data = b"".join(waiting.sent)
+        return waiting.failed is not None
+
     def _answered(self, flight: Flight) -> bool:
         """The probe's answer is in (beyond the case's own answers like it), or the control
         channel closed."""
@@ -221,6 +323,9 @@ class OwnConnections:
             end = Outcome(
                 OutcomeKind.TIMEOUT, text=f"no {' or '.join(replies)} in {self.timeout:g} s"
             )
+        failed = flight.waiting.failed if flight.waiting is not None else None
+        if failed is not None and (not isinstance(end, Outcome) or end.kind == OutcomeKind.TIMEOUT):
+            end = failed  # an await of the case not met: a hang, whatever came before it
         if not isinstance(end, Outcome):  # accepted: a close may have come meanwhile
             connection.pump(0.0 if flight.lingers else self.grace)
             if connection.ended is not None:

@@ -14,6 +14,10 @@ opens connections and channels, makes the probe and says what a case left behind
   before stand; the first unanswered one of a connection that stopped answering hangs it (a
   ``timeout``); each of the others runs again on a connection of its own, so that what happened
   is pinned on the case that did it.
+* A case that waits for the peer within itself (its credit, its deliveries) sends its first
+  segment with the group, and each next one as what the peer sent on its channel meets the
+  await before it (every lane's at once); its probe follows its last segment. An await not met
+  within the timeout is the case's ``timeout``.
 * After a batch that went wrong anywhere, the broker must still accept a connection; if it
   does not, every case of the batch is a suspect (the campaign's triage finds which), and
   :attr:`Runner.traffic` holds every byte the batch sent, connection by connection, in order.
@@ -27,6 +31,7 @@ from __future__ import annotations
 import math
 import time
 from collections import deque
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -39,7 +44,7 @@ from ..brokers.control import AnyBroker
 from ..protocols import Connection, Name, Outcome
 from ..protocols.families import driver_for
 from .oracles import Failure, Observation, judge
-from .own import OwnConnections, Settling
+from .own import OwnConnections, Settling, Waiting, pump_any
 
 __all__ = ["Result", "Runner", "Sent"]
 
@@ -100,6 +105,19 @@ def _abort_spare(future: Future[Connection]) -> None:
 
 
 Placed = list[tuple[int, Case, int, bytes, float]]
+
+
+@dataclass
+class Going:
+    """A case on a lane still sending its segments as the peer answers."""
+
+    index: int
+    case: Case
+    connection: Connection
+    channel: int
+    waiting: Waiting
+
+
 _FEW = 4  # connections prepared ahead for each stage short of open
 
 
@@ -144,6 +162,10 @@ class Runner(OwnConnections):
         self.settling = Settling(settle)
         self.traffic: list[Sent] = []  # what the last batch sent
         self._numbers: dict[int, int] = {}  # a connection's number in the batch, by its id
+        # the cases of the round that wait for the peer, by index, and when their last
+        # segments went (the round's collection counts its timeout from then)
+        self._going: dict[int, Going] = {}
+        self._went = 0.0
 
     # -- connections -----------------------------------------------------------------------
 
@@ -181,14 +203,26 @@ class Runner(OwnConnections):
         had."""
         stage = None if case is None else self.driver.stage(case)
         pool = self._spares.setdefault(stage, deque())
-        if not pool:
-            self._prepare(1, stage)
-        future = pool.popleft()
-        self._prepare(self.spares if stage is None else _FEW, stage)
-        try:
-            return future.result(timeout=self.timeout * 3)
-        except (AmqpfuzzError, TimeoutError, OSError) as exc:
-            return Outcome(OutcomeKind.BROKER_DOWN, text=str(exc))
+        for _ in range(_FEW + 2):
+            if not pool:
+                self._prepare(1, stage)
+            future = pool.popleft()
+            self._prepare(self.spares if stage is None else _FEW, stage)
+            try:
+                connection = future.result(timeout=self.timeout * 3)
+            except (AmqpfuzzError, TimeoutError, OSError) as exc:
+                return Outcome(OutcomeKind.BROKER_DOWN, text=str(exc))
+            if stage is None:
+                return connection
+            # one prepared only so far, which the peer closed while it waited (its handshake
+            # timeout), would judge the case by that close: another is taken
+            connection.pump(0)
+            if connection.ended is None:
+                return connection
+            connection.abort()
+        return Outcome(
+            OutcomeKind.BROKER_DOWN, text=f"every connection prepared to {stage} closed unused"
+        )
 
     def _lane(self, lane: Lane) -> Connection:
         if lane.connection is not None and lane.connection.alive and lane.sent >= RECYCLE:
@@ -212,8 +246,13 @@ class Runner(OwnConnections):
 
     # -- running ---------------------------------------------------------------------------
 
-    def run(self, cases: list[Case]) -> list[Result]:
-        """Run ``cases`` (in flight as far as they allow) and judge each; results in order."""
+    def run(
+        self, cases: list[Case], after_round: Callable[[list[int]], None] | None = None
+    ) -> list[Result]:
+        """Run ``cases`` (in flight as far as they allow) and judge each; results in order.
+        ``after_round`` is told, after each round of groups (one per lane, sent together), the
+        indices of the cases that round finished: what the broker did since the round before
+        is theirs (the campaign samples the broker's coverage there)."""
         self.traffic, self._numbers = [], {}
         results: dict[int, Result] = {}
         alone = {i for i, c in enumerate(cases) if self.driver.needs_own_connection(c)}
@@ -230,11 +269,16 @@ class Runner(OwnConnections):
             for first in range(0, len(groups), len(self.lanes))
         ] or [[]]
         for number, together in enumerate(rounds):
+            self._going, self._went = {}, 0.0
             sent = [(lane, group, self._send_shared(lane, group)) for lane, group in together]
+            self._advance_shared()
+            finished = len(results)
             if number == 0:  # while the broker works through the lanes' first groups
                 results.update(self._run_own([(i, cases[i]) for i in own]))
             for lane, group, placed in sent:
                 results.update(self._collect_shared(lane, group, placed))
+            if after_round is not None:
+                after_round(list(results)[finished:])
         return self._checked([results[i] for i in range(len(cases))])
 
     def _checked(self, results: list[Result]) -> list[Result]:
@@ -392,8 +436,15 @@ class Runner(OwnConnections):
             connection.send(early)
         for i, case in group:
             channel, opening = self._channel_for(lane, case)
-            data = case.render(channel)
-            probe = self.driver.probe(connection, channel) if self.driver.probes(case) else b""
+            waiting = self._segments(case, connection, channel)
+            if waiting is not None:
+                self._going[i] = Going(i, case, connection, channel, waiting)
+                data = b"".join(waiting.sent)
+            else:
+                data = case.render(channel)
+            probe = b""
+            if self.driver.probes(case) and (waiting is None or waiting.done):
+                probe = self.driver.probe(connection, channel)
             chunk = opening + data + probe
             self._log(connection, False, i, chunk)
             out.append(chunk)
@@ -403,6 +454,34 @@ class Runner(OwnConnections):
         out.append(ahead)
         connection.send(b"".join(out))
         return placed
+
+    def _advance_shared(self) -> None:
+        """Send the next segments of the round's waiting cases as what the peer sent meets
+        their awaits, every lane's at once, until each has sent its last (its probe with it)
+        or an await failed (its probe then, so that its session ends all the same)."""
+        going = [g for g in self._going.values() if not g.waiting.done]
+        while going:
+            now = time.monotonic()
+            out: dict[int, list[bytes]] = {}
+            for g in list(going):
+                connection = g.connection
+                if connection.ended is not None:
+                    going.remove(g)
+                    continue
+                data = self._advance(g.waiting, connection, g.channel, now)
+                if g.waiting.done:
+                    going.remove(g)
+                    if self.driver.probes(g.case):
+                        data += self.driver.probe(connection, g.channel)
+                if data:
+                    self._log(connection, False, g.index, data)
+                    out.setdefault(id(connection), []).append(data)
+            for g in {id(g.connection): g for g in self._going.values()}.values():
+                if out.get(id(g.connection)):
+                    g.connection.send(b"".join(out[id(g.connection)]))
+            if going:
+                pump_any([g.connection for g in going], min(g.waiting.deadline for g in going))
+        self._went = time.monotonic() if self._going else 0.0
 
     def _collect_shared(
         self,
@@ -421,7 +500,7 @@ class Runner(OwnConnections):
         results = {}
         unknown = []
         # one for all the cases sent together (every lane's): a hang costs one timeout
-        deadline = (placed[0][4] if placed else time.monotonic()) + self.timeout
+        deadline = max(placed[0][4] if placed else time.monotonic(), self._went) + self.timeout
         hung = False
         for i, case, channel, data, started in placed:
             if hung:  # behind the case that hung the connection: not known what it does
@@ -434,6 +513,9 @@ class Runner(OwnConnections):
             if not isinstance(end, Outcome) and not self.driver.probes(case):
                 frames = [*frames, end]  # no probe went: the answer is the case's own
             self._note(case, frames)  # a name the broker gave it, too
+            going = self._going.get(i)
+            if going is not None:
+                data = b"".join(going.waiting.sent)
             if len(placed) > 1 and end is connection.ended:
                 unknown.append((i, case))
                 continue
@@ -442,6 +524,8 @@ class Runner(OwnConnections):
                 end = Outcome(
                     OutcomeKind.TIMEOUT, text=f"no {' or '.join(replies)} in {self.timeout:g} s"
                 )
+            elif going is not None and going.waiting.failed and not isinstance(end, Outcome):
+                end = going.waiting.failed  # an await not met: a hang, though its session ended
             outcome = self._outcome(case, frames, end, connection, channel, deadline)
             if outcome.kind == OutcomeKind.REPLY:
                 self._release(lane, case, channel)

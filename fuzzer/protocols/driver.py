@@ -145,6 +145,11 @@ class Lanes(Protocol):
     def missing_responses(self, case: Case, frames: list[Any]) -> tuple[str, ...]:
         """The replies still due to a valid case's synchronous requests, given ``frames``."""
 
+    def seen(self, connection: Connection, channel: int) -> list[Any]:
+        """What the peer sent on ``channel`` that a waiting case's awaits and answers read
+        (:class:`~amqpfuzz.strategies.cases.Await`): its frames there, in order, since the
+        channel was opened for the case, without taking them."""
+
 
 class Cleanup(Protocol):
     """What a case created, and its deletion."""
@@ -199,3 +204,6 @@ class Driver(Handshake, Lanes, Cleanup, Replays):
 
     def answers(self, case: Case) -> tuple[str, ...]:
         return self.rules.probe_replies
+
+    def seen(self, connection: Connection, channel: int) -> list[Any]:
+        return list(connection.inbox.get(channel, ()))

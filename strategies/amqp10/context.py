@@ -25,6 +25,7 @@ import functools
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
+from typing import TYPE_CHECKING
 
 from amqpfuzz.spec import Scope
 from amqpfuzz.spec.amqp10 import Spec100
@@ -34,6 +35,9 @@ from ..cases import ErrorCode
 from ..source import Source
 from .values import Values
 from .wire import CASE_CHANNEL, Wire
+
+if TYPE_CHECKING:
+    from .traffic import Traffic
 
 __all__ = ["CODES", "Conditions", "Context", "conditions"]
 
@@ -54,6 +58,7 @@ class Context:
     codec: Codec
     max_frame_size: int
     prefix: str | None = None
+    traffic: Traffic | None = None  # what valid traffic may use of the peer (its profile's)
 
     @cached_property
     def values(self) -> Values:

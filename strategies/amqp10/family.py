@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from hypothesis.errors import InvalidArgument
@@ -16,6 +16,7 @@ from ..operator import Operator
 from ..source import Source
 from .context import Context
 from .operators import catalogue
+from .traffic import Traffic, in_state, traffic_arms
 from .valid import case_performatives, valid_builder
 
 __all__ = ["FAMILY", "MIN_FRAME", "PROTOCOL", "Amqp10Strategies", "codec_of"]
@@ -32,7 +33,9 @@ def codec_of(protocol: str) -> Codec:
 
 class Amqp10Strategies:
     """1.0 cases read from blobs of 512 bytes: valid cases of the performatives a client sends
-    on a session, malformed ones of the catalogue."""
+    on a session, valid traffic (walks of a session that wait for the peer, and whole
+    connections), malformed ones of the catalogue, alone or after a walk. ``traffic`` (of
+    :meth:`context`) is a profile's traffic table (:class:`~.traffic.Traffic`)."""
 
     name = "amqp10"
     blob = 512
@@ -51,7 +54,7 @@ class Amqp10Strategies:
         frame_max = DEFAULT_FRAME if frame_max is None else frame_max
         if not isinstance(frame_max, int) or not MIN_FRAME <= frame_max <= 0xFFFFFFFF:
             raise InvalidArgument(f"frame_max={frame_max!r}: from {MIN_FRAME} to 4294967295")
-        return Context(codec.spec, codec, frame_max, prefix_of(prefix))
+        return Context(codec.spec, codec, frame_max, prefix_of(prefix), _traffic(traffic))
 
     def catalogue(self, protocol: str) -> tuple[Operator, ...]:
         return catalogue(codec_of(protocol).spec)
@@ -69,10 +72,22 @@ class Amqp10Strategies:
         return valid_builder(context, chosen)
 
     def traffic(self, context: Context) -> tuple[Arm, ...]:
-        return ()
+        """Walks of a session (:mod:`.traffic`), one arm per shape."""
+        return traffic_arms(context, context.traffic or Traffic())
 
     def in_state(self, context: Context) -> Callable[[Source, Case], Case] | None:
-        return None
+        """A malformed case of the frame or encoding level after a short walk."""
+        traffic = context.traffic or Traffic()
+        return lambda src, case: in_state(context, traffic, src, case)
+
+
+def _traffic(data: Any) -> Traffic:
+    """The profile's traffic table (a mapping, or a :class:`Traffic` already), or none."""
+    if data is None or isinstance(data, Traffic):
+        return data or Traffic()
+    if not isinstance(data, Mapping):
+        raise InvalidArgument(f"traffic={data!r}: a profile's traffic table (a mapping)")
+    return Traffic.of(data)
 
 
 FAMILY = Amqp10Strategies()

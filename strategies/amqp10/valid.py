@@ -4,7 +4,8 @@ A valid case exercises one performative a client sends on a session, in the smal
 exchange that has it: ``begin`` on a channel of its own then ``end``; ``attach`` (and
 ``detach``) on a fresh link which the case detaches again; a session ``flow`` asking for the
 peer's state (``echo``). A ``transfer`` and a ``disposition`` are valid only after an answer of
-the peer (its credit, its delivery), which a case sent in one write cannot wait for. The reaction is the reply the endpoint lifecycle of
+the peer (its credit, its delivery): valid traffic (:mod:`.traffic`) waits for it within its
+case and sends them. The reaction is the reply the endpoint lifecycle of
 transport 2.4-2.6 requires: each begin, attach, detach and end of ours is answered by the
 peer's own. A performative added to the XML that none of these covers is sent with values drawn
 for its fields, and is required to be accepted without an error.
@@ -31,10 +32,11 @@ __all__ = [
 
 # The connection's own performatives (transport 2.4): sent by the fuzzer, never as a case.
 CONNECTION = ("open", "close")
-# Valid only after the peer's answer, which a case (bytes sent in one write) cannot wait for:
-# a disposition, for a delivery the peer sent; a transfer, within the credit the peer grants
+# Valid only after the peer's answer, which a case of one performative does not wait for: a
+# disposition, for a delivery the peer sent; a transfer, within the credit the peer grants
 # after the attach (transport 2.6.7; sent before it, it is the beyond-credit operator's case).
-# Stateful programs and the 1.0 scenarios send them.
+# Traffic (.traffic: cases that wait for the peer), stateful programs and the 1.0 scenarios
+# send them.
 AFTER_ANSWERS = ("disposition", "transfer")
 
 

@@ -11,7 +11,13 @@ case's own words:
   until it is opened again;
 * ``hard N``: the peer closes the connection with code N (``conn-closed N`` on channel 0);
 * ``hang``: the peer answers nothing more on the connection;
-* ``crash``: the peer goes down (every socket closed, no more accepted) until restarted.
+* ``crash``: the peer goes down (every socket closed, no more accepted) until restarted;
+* ``ask N``: the peer grants N credit on the channel a moment later (``credit N``); ``ask 0``
+  grants none, ever;
+* ``use N``: the peer closes the channel with 406 if N is more than it granted there.
+
+A case that waits for the peer (:class:`Awaiting` its credit, then :class:`Using` what it
+granted) is how the engine's tests show a case's segments going as the peer answers.
 
 Every layer's object is here, each satisfying its layer's Protocol: the model (:class:`Spec`),
 the strategies (:data:`STRATEGIES`: a valid case says ``ok``, an operator per way of going
@@ -53,7 +59,18 @@ from amqpfuzz.strategies import Arm, Built, Case, ErrorCode, Placement, Reaction
 from amqpfuzz.strategies.operator import Operator, registrar
 from amqpfuzz.strategies.source import Source
 
-__all__ = ["CODES", "PROTOCOL", "FakeBroker", "Peer", "Spec", "Step", "registered", "word"]
+__all__ = [
+    "CODES",
+    "PROTOCOL",
+    "Awaiting",
+    "FakeBroker",
+    "Peer",
+    "Spec",
+    "Step",
+    "Using",
+    "registered",
+    "word",
+]
 
 PROTOCOL = "fake"
 CASE_CHANNEL = -1
@@ -170,6 +187,43 @@ class Step:
     @property
     def label(self) -> str:
         return self.words
+
+
+@dataclass(frozen=True, slots=True)
+class Awaiting:
+    """The steps after it go once a frame named ``name`` came on the case's channel (never,
+    once the channel was closed)."""
+
+    name: str
+
+    def render(self, channel: int) -> bytes:
+        return b""
+
+    @property
+    def label(self) -> str:
+        return f"await {self.name}"
+
+    def met(self, sent: Sequence[bytes], received: Sequence[Any]) -> bool | None:
+        names = [getattr(f, "name", None) for f in received]
+        if "closed" in names:
+            return None
+        return self.name in names
+
+
+@dataclass(frozen=True, slots=True)
+class Using:
+    """Uses all the credit the peer granted on the channel (planned: 1)."""
+
+    def render(self, channel: int) -> bytes:
+        return word(channel, "use 1")
+
+    @property
+    def label(self) -> str:
+        return "use the credit"
+
+    def answer(self, channel: int, sent: Sequence[bytes], received: Sequence[Any]) -> bytes:
+        credit = max((f.code or 0 for f in received if f.name == "credit"), default=0)
+        return word(channel, f"use {credit}")
 
 
 @dataclass(frozen=True)
@@ -398,6 +452,8 @@ class Peer:
 
     def _serve(self, sock: socket.socket) -> None:
         reader, errored, hung = Reader(), set[int](), False
+        granted: dict[int, int] = {}
+        lock = threading.Lock()
         with contextlib.suppress(OSError):
             while not self.down:
                 data = sock.recv(65536)
@@ -407,11 +463,41 @@ class Peer:
                     self.seen.append(frame.name)
                     if hung or (frame.channel in errored and frame.name != "open"):
                         continue
-                    answer = self._answer(sock, frame, errored)
+                    with lock:
+                        answer = self._answer(sock, frame, errored)
+                    if frame.name in ("ask", "use"):
+                        self._credit(sock, lock, frame, granted, errored)
                     if answer == "hang":
                         hung = True
                     elif answer == "stop":
                         return
+
+    def _credit(
+        self,
+        sock: socket.socket,
+        lock: threading.Lock,
+        frame: Frame,
+        granted: dict[int, int],
+        errored: set[int],
+    ) -> None:
+        """``ask N``: N credit a moment later (so that a case must wait for it); ``use N``:
+        the channel closed with 406 if N is more than was granted."""
+        channel, count = frame.channel, frame.code or 0
+        if frame.name == "use":
+            if count > granted.get(channel, 0):
+                with lock:
+                    sock.sendall(word(channel, "closed 406"))
+                errored.add(channel)
+            return
+        if count == 0:
+            return
+
+        def grant() -> None:
+            granted[channel] = count
+            with lock, contextlib.suppress(OSError):
+                sock.sendall(word(channel, f"credit {count}"))
+
+        threading.Timer(0.05, grant).start()
 
     def _answer(self, sock: socket.socket, frame: Frame, errored: set[int]) -> str:
         name, channel = frame.name, frame.channel

@@ -64,6 +64,7 @@ class Connection(SessionConnection):
         self.peer_begins: dict[int, Composite | None] = {}  # our channel -> the peer's begin
         self.peers: dict[int, int] = {}  # the peer's channel -> ours
         self.begun: set[int] = set()  # our channels whose begin the peer answered
+        self.began: dict[int, Frame] = {}  # our channel -> the begin that answered ours
         self._ending: set[int] = set()  # our channels whose end we sent
 
     # -- opening ---------------------------------------------------------------------------
@@ -276,6 +277,7 @@ class Connection(SessionConnection):
             self.peers[frame.channel] = ours
             self._ending.discard(ours)  # a new session of ours: its end is still to come
             self.begun.add(ours)
+            self.began[ours] = frame
         elif frame.name == "end":
             self.peers.pop(frame.channel, None)
             self.begun.discard(ours)

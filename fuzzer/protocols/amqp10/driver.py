@@ -37,6 +37,10 @@ __all__ = ["Amqp10Driver"]
 _SIZE = struct.Struct(">I")
 
 
+def _ours(address: str, prefix: str) -> bool:
+    return any(part.startswith(prefix) for part in address.split("/"))
+
+
 class Amqp10Driver(SessionDriver):
     # the answer to the probe's end; or, on a connection whose control session was begun with
     # the probe (not before), to that begin
@@ -82,6 +86,12 @@ class Amqp10Driver(SessionDriver):
     def _learnt(self, target: Target, connection: Any) -> None:
         self._mechanisms[target] = connection.mechanism or None
 
+    def seen(self, connection: Any, channel: int) -> list[Any]:
+        """The session's frames from the peer, its begin first (a case's flows count the
+        peer's transfers from the next-outgoing-id it began with)."""
+        begin = connection.began.get(channel)
+        return [*([begin] if begin is not None else []), *connection.inbox.get(channel, ())]
+
     def own_ends(self, case: Case) -> int:
         return sum(1 for frame in self._frames(case, CASE_CHANNEL) if frame.name == "end")
 
@@ -102,8 +112,11 @@ class Amqp10Driver(SessionDriver):
     # -- what a case created -----------------------------------------------------------------
 
     def created(self, case: Case, replies: list[Any], prefix: str) -> Iterable[tuple[str, Name]]:
-        """The nodes the case's attaches name (source and target addresses) that carry the
-        run's prefix: a peer may create a node for an address it does not know."""
+        """The nodes the case's attaches name (source and target addresses) whose name, or a
+        part of it after a ``/`` (``/queue/<name>``, a form a peer reads), carries the run's
+        prefix: a peer may create a node for an address it does not know. (A traffic case's
+        attaches are among its steps as they are: made steps are transfers, flows and
+        dispositions.)"""
         for frame in self._frames(case):
             body = frame.body
             if frame.name != "attach" or body is None:
@@ -111,7 +124,7 @@ class Amqp10Driver(SessionDriver):
             for end in ("source", "target"):
                 terminus = body[end]
                 address = terminus["address"] if isinstance(terminus, Composite) else None
-                if isinstance(address, str) and prefix and address.startswith(prefix):
+                if isinstance(address, str) and prefix and _ours(address, prefix):
                     yield "node", address
 
     def delete(

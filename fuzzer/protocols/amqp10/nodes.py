@@ -2,9 +2,11 @@
 
 1.0 has no way to delete a node. A peer that also serves 0-9-1 on the same address (RabbitMQ,
 whose 1.0 plugin makes a queue for an address it does not know) has them deleted as queues
-over 0-9-1. Any other peer has each node drained over 1.0: a receiving link attached to it,
-given credit, then detached. The Proton broker drops a node when its last receiver leaves and
-nothing is left in it.
+over 0-9-1: the queue an address names (its own name, or ``/queue/<name>`` and
+``/amq/queue/<name>``, the forms RabbitMQ reads; an exchange's or a topic's address names no
+queue of the run's). Any other peer has each node drained over 1.0: a receiving link attached
+to it, given credit, then detached. The Proton broker drops a node when its last receiver
+leaves and nothing is left in it.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from ..amqp091.driver import Amqp091Driver
 from ..outcome import ConnectionFailed, Name, Outcome
 from .connection import Connection
 
-__all__ = ["delete_nodes"]
+__all__ = ["delete_nodes", "queue_of"]
 
 ROUND = 100  # links attached at once while draining
 CREDIT = 10_000  # messages a drained node may hold
@@ -32,10 +34,25 @@ def delete_nodes(target: Target, names: Sequence[Name], timeout: float) -> list[
         return []
     queues = Amqp091Driver("0-9-1")
     if queues.speaks(target, "0-9-1", timeout) is None:
-        return queues.delete(target, [("queue", name) for name in names], timeout)
+        named = {name: queue_of(name) for name in names}
+        left = queues.delete(
+            target, [("queue", q) for q in named.values() if q is not None], timeout
+        )
+        return [name for name, queue in named.items() if queue is not None and queue in left]
     return _drain(target, [n for n in names if isinstance(n, str)], timeout) + [
         n for n in names if not isinstance(n, str)
     ]
+
+
+def queue_of(address: Name) -> Name | None:
+    """The queue a node's address names, in the forms RabbitMQ reads (None: an exchange's or a
+    topic's, which names none)."""
+    if not isinstance(address, str) or not address.startswith("/"):
+        return address
+    for form in ("/queue/", "/amq/queue/"):
+        if address.startswith(form) and "/" not in address[len(form) :]:
+            return address[len(form) :]
+    return None
 
 
 def _drain(target: Target, names: list[str], timeout: float) -> list[Name]:
