@@ -16,6 +16,7 @@ __all__ = [
     "DEFAULT_PROTOCOL",
     "PROTOCOLS",
     "Protocol",
+    "extension_of",
     "family_of",
     "known",
     "paths_of",
@@ -32,6 +33,10 @@ class Protocol:
     family: str
     files: tuple[str, ...]
     description: str
+    # a version of the same wire format that adds to this one (RabbitMQ's 0-9-1: confirm,
+    # basic.nack, exchange.bind): a peer may answer in it, and a broker that speaks it is sent
+    # its methods by valid traffic where its profile says so
+    extension: str | None = None
 
     @property
     def paths(self) -> tuple[Path, ...]:
@@ -46,6 +51,7 @@ PROTOCOLS: dict[str, Protocol] = {
             "amqp091",
             ("amqp0-9-1.xml",),
             "AMQP 0-9-1, full XML with docs, rules, scenarios",
+            extension="0-9-1-rabbit",
         ),
         Protocol(
             "0-9-1-rabbit",
@@ -76,6 +82,12 @@ def known(protocol: str) -> Protocol:
     except KeyError:
         names = ", ".join(PROTOCOLS)
         raise ValueError(f"unknown protocol {protocol!r}; known: {names}") from None
+
+
+def extension_of(protocol: str) -> str:
+    """The protocol whose model reads what a peer of ``protocol`` may send: its extension's
+    (a superset), else its own."""
+    return known(protocol).extension or protocol
 
 
 def family_of(protocol: str) -> str:

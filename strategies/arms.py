@@ -83,6 +83,13 @@ class Chooser:
                 return index
         return len(self._bounds) - 1
 
+    def used(self, blob: bytes) -> int:
+        """How many of ``blob``'s bytes its case reads (past them, a change changes nothing)."""
+        src = Source(blob)
+        part = self.parts[self._part(src.byte())]
+        part.arms[src.below(len(part.arms))].build(src)
+        return min(src.pos, len(blob))
+
     def arm_of(self, blob: bytes) -> str:
         """The key of the arm ``blob`` reads as."""
         src = Source(blob)

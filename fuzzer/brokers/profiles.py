@@ -182,13 +182,23 @@ def _traffic(path: Path, data: object) -> dict[str, Any]:
     for section, entries in data.items():
         known = (
             "fields", "arguments", "properties", "headers", "addresses", "awaits", "apart",
-            "requires", "variants",
+            "requires", "variants", "extension", "excludes", "pseudo",
         )  # fmt: skip
         if section not in known:
             raise ProfileError(f"{path}: traffic.{section} is not a section amqpfuzz reads")
-        if section in ("addresses", "awaits", "apart"):
+        if section == "extension":
+            if not isinstance(entries, bool):
+                raise ProfileError(f"{path}: traffic.extension is true or false")
+            continue
+        if section in ("addresses", "awaits", "apart", "excludes"):
             if not isinstance(entries, list):
                 raise ProfileError(f"{path}: traffic.{section} is a list")
+            continue
+        if section == "pseudo":
+            if not isinstance(entries, list) or not all(
+                isinstance(p, dict) and "queue" in p for p in entries
+            ):
+                raise ProfileError(f"{path}: traffic.pseudo: tables with a queue")
             continue
         if section == "variants":
             if not isinstance(entries, list) or not all(

@@ -26,6 +26,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from amqpfuzz.spec.protocols import PROTOCOLS
+
 from ..language import Language, StepKind
 
 __all__ = ["EXTENSIONS", "LANGUAGE", "MATCHERS", "NAME_DOMAINS", "STEPS", "VARIABLES"]
@@ -36,7 +38,7 @@ NAME_DOMAINS = frozenset({"queue-name", "exchange-name"})
 # Files of a protocol may also use the methods that only its extended model has (RabbitMQ's
 # confirm.select, basic.nack, exchange.bind for 0-9-1); everything else is checked against
 # the protocol's own model.
-EXTENSIONS: Mapping[str, str] = {"0-9-1": "0-9-1-rabbit"}
+EXTENSIONS: Mapping[str, str] = {p.name: p.extension for p in PROTOCOLS.values() if p.extension}
 
 _CONN = ("connection",)
 _CHAN = ("connection", "channel")

@@ -19,7 +19,8 @@ from functools import cached_property
 from typing import TYPE_CHECKING
 
 from amqpfuzz.spec.amqp091 import Constant, Field, Method, Spec
-from amqpfuzz.spec.amqp091.codec import Codec, ContentHeader, Frame, MethodFrame
+from amqpfuzz.spec.amqp091.codec import Codec, ContentHeader, Frame, MethodFrame, codec_for
+from amqpfuzz.spec.protocols import extension_of
 
 from .frames import ENTITY_DOMAINS, ZERO, argument_builder
 from .source import Source, field_generator
@@ -50,21 +51,48 @@ class Context:
     @cached_property
     def server_methods(self) -> tuple[Method, ...]:
         """Every method only a server sends (its chassis names no client), in the XML's
-        order."""
+        order; where the broker speaks the extension, its own as well."""
+        wider = self.extended.spec.methods if self.extended is not None else ()
+        known = {m.full_name for m in self.spec.methods}
         return tuple(
-            m for m in self.spec.methods if m.sent_by("server") and not m.sent_by("client")
+            m
+            for m in (*self.spec.methods, *(m for m in wider if m.full_name not in known))
+            if m.sent_by("server") and not m.sent_by("client")
         )
 
     @cached_property
     def traffic_methods(self) -> tuple[Method, ...]:
         """What valid traffic sends: the channel methods, and those of the channel class that
-        neither open nor close it (``flow``)."""
+        neither open nor close it (``flow``); where the broker speaks the protocol's
+        extension (its profile says so), the extension's own as well."""
         keeps = tuple(
             m
             for m in self.client_methods
             if m.class_name == "channel" and m.name not in ("open", "close") and m.responses
         )
-        return self.channel_methods + keeps
+        return self.channel_methods + keeps + self.extension_methods
+
+    @cached_property
+    def extended(self) -> Codec | None:
+        """The codec of the protocol's extension, when valid traffic speaks it."""
+        if self.traffic is None or not self.traffic.extension:
+            return None
+        wider = extension_of(self.spec.protocol)
+        return None if wider == self.spec.protocol else codec_for(wider, self.codec.dialect)
+
+    @cached_property
+    def extension_methods(self) -> tuple[Method, ...]:
+        """The channel methods a client may send that only the extension has."""
+        if self.extended is None:
+            return ()
+        known = {m.full_name for m in self.spec.methods}
+        return tuple(
+            m
+            for m in self.extended.spec.methods
+            if m.sent_by("client")
+            and m.full_name not in known
+            and m.class_name not in ("connection", "channel")
+        )
 
     @cached_property
     def channel_methods(self) -> tuple[Method, ...]:
@@ -159,6 +187,13 @@ class Context:
         return (self.wire(header),)
 
     def wire(self, frame: Frame) -> WireFrame:
+        """A frame's bytes (a method only the extension has, in the extension's codec)."""
+        if (
+            self.extended is not None
+            and isinstance(frame, MethodFrame)
+            and frame.method not in self.spec.methods
+        ):
+            return wire_frame(self.extended, frame)
         return wire_frame(self.codec, frame)
 
 

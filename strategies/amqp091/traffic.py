@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import random
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -51,6 +52,7 @@ _ALPHABET = "abcdefghijklmnopqrstuvwxyz0123456789"
 # How many steps a walk takes (before the deletions that end it), and a prefix before a case.
 STEPS = (3, 14)
 PREFIX = (1, 6)
+SHARED = 8  # queues (and exchanges) a run's walks share
 
 
 @dataclass(frozen=True)
@@ -72,6 +74,9 @@ class Traffic:
     apart: tuple[tuple[str, str], ...] = ()
     requires: Mapping[str, Sequence[str]] = field(default_factory=dict)
     variants: tuple[Variant, ...] = ()
+    extension: bool = False  # the broker speaks the protocol's extension (its methods too)
+    excludes: tuple[tuple[str, str], ...] = ()  # methods one channel cannot take both of
+    pseudo: tuple[Pseudo, ...] = ()  # queues the broker serves without a declaration
 
     @classmethod
     def of(cls, data: Mapping[str, Any] | None) -> Traffic:
@@ -95,7 +100,25 @@ class Traffic:
                 )
                 for v in data.get("variants", ())
             ),
+            bool(data.get("extension", False)),
+            tuple((str(a), str(b)) for a, b in data.get("excludes", ())),
+            tuple(
+                Pseudo(
+                    str(p["queue"]),
+                    tuple(p.get("takes", ())),
+                    dict(p.get("on", {})),
+                    str(p.get("property", "")),
+                    tuple(p.get("keys", ())),
+                )
+                for p in data.get("pseudo", ())
+            ),
         )
+
+    def excluded(self, method: Method, sent: set[str]) -> bool:
+        """Whether a channel that was sent ``sent`` cannot take ``method`` (a confirmed
+        channel a transaction, and the other way round)."""
+        name = method.full_name
+        return any((a == name and b in sent) or (b == name and a in sent) for a, b in self.excludes)
 
     def variants_of(self, method: Method) -> tuple[Variant, ...]:
         return tuple(v for v in self.variants if v.method == method.full_name)
@@ -116,6 +139,20 @@ class Variant:
     on: Mapping[str, Any] = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class Pseudo:
+    """A queue the broker serves without a declaration (RabbitMQ's direct reply-to): the
+    methods that may name it (``takes``), the field values it takes alone (``on``), the message
+    property that names it once a walk consumes from it, and routing keys of the default
+    exchange that it reads as its own."""
+
+    queue: str
+    takes: tuple[str, ...] = ()
+    on: Mapping[str, Any] = field(default_factory=dict)
+    property: str = ""
+    keys: tuple[str, ...] = ()
+
+
 @dataclass
 class Queue:
     name: str
@@ -124,6 +161,7 @@ class Queue:
     consumers: int = 0
     refuses: tuple[str, ...] = ()  # methods the broker refuses on it
     on: Mapping[str, Any] = field(default_factory=dict)  # field values it takes alone
+    shared: bool = False  # one of the run's shared queues: it stays for the walks after
 
 
 @dataclass
@@ -145,6 +183,11 @@ class Walk:
     unsettled: dict[int, str] = field(default_factory=dict)  # delivery tag -> its queue
     next_tag: int | None = 1  # the next delivery's tag (None: not known)
     transacted: bool = False
+    confirming: bool = False  # publishes are confirmed (the extension's confirm.select)
+    last_queue: str = ""  # the last queue declared on the channel (an empty name means it)
+    replies: list[Pseudo] = field(default_factory=list)  # pseudo queues consumed from
+    shared: set[str] = field(default_factory=set)  # the run's shared exchanges it declared
+    sent: set[str] = field(default_factory=set)  # the methods the walk sent, by full name
     pending: list[str] = field(default_factory=list)  # queues a transacted publish reaches
     frames: list[Frame] = field(default_factory=list)
     made: int = 0
@@ -178,8 +221,16 @@ class Walk:
             return self.pick(list(self.exchanges)) or ""
         return value
 
+    def _pseudo(self, name: str) -> Pseudo | None:
+        return next((p for p in self.traffic.pseudo if p.queue == name), None)
+
     def queue(self, method: Method | None = None) -> str:
-        """A queue the walk declared that takes ``method`` (one declared now if none does)."""
+        """A queue the walk declared that takes ``method`` (one declared now if none does);
+        now and then a pseudo queue the broker serves that ``method`` may name."""
+        if method is not None and not self.prefix and self.rare(12):
+            served = [p for p in self.traffic.pseudo if method.full_name in p.takes]
+            if served:
+                return str(self.pick(served).queue)
         fit = [
             q for q in self.queues.values() if method is None or method.full_name not in q.refuses
         ]
@@ -230,12 +281,17 @@ class Walk:
 
     def send(self, method: Method, chosen: Mapping[str, Any]) -> MethodFrame:
         """``method`` with the fields ``chosen`` (by name) and the others filled by domain
-        (but those the queue it names takes alone)."""
-        queue = self.queues.get(chosen.get("queue", ""))
+        (but those the queue it names takes alone). A queue it names that is the last the
+        channel declared is now and then named by the empty name, which means it (the queue
+        field's rule ``queue-known``)."""
+        named = chosen.get("queue", "")
+        queue = self.queues.get(named) or self._pseudo(named)
         if queue is not None and queue.on:
             head = f"{method.full_name}."
             alone = {k.removeprefix(head): v for k, v in queue.on.items() if k.startswith(head)}
             chosen = {**chosen, **alone}
+        if named and named == self.last_queue and method.name != "declare" and self.rare(6):
+            chosen = {**chosen, "queue": ""}
         values = []
         for fld in method.fields:
             if fld.name in chosen:
@@ -244,6 +300,7 @@ class Walk:
                 values.append(self.value(method, fld))
         frame = MethodFrame(CASE_CHANNEL, method, tuple(values))
         self.frames.append(frame)
+        self.sent.add(method.full_name)
         return frame
 
     def value(self, method: Method, fld: Field) -> Any:
@@ -282,16 +339,72 @@ class Walk:
             for needed in [*needs, key]:
                 if needed not in chosen:
                     chosen[needed] = self.resolve(self.pick(list(known[needed])))
-            if self.unusual(48):
-                chosen[key] = _odd(self.src)
+        if known and self.unusual(6):  # one of them of another type or out of its range:
+            chosen[self.pick(list(known))] = _odd(self.src)  # the broker's checks refuse it
         return chosen
 
     def declare_exchange(self, method: Method | None = None) -> str:
+        """A new exchange (where the broker speaks the extension, with its declare, whose
+        reserved bits are auto-delete and internal: set now and then); now and then one of
+        the run's shared exchanges, which outlive the walk (:meth:`shared_name`)."""
         method = method or self.ctx.declarers["exchange-name"]
+        if self.ctx.extended is not None:
+            method = self.ctx.extended.spec.method(method.full_name)
+        if not self.prefix and self.rare(5):
+            index = self.src.below(SHARED)
+            name = self.shared_name("x", index)
+            kind = self.types[index % len(self.types)] if self.types else "direct"
+            self.send(method, {"exchange": name, "type": kind, "passive": False, "durable": False,
+                               "auto-delete": False, "internal": False, "arguments": {}})  # fmt: skip
+            self.exchanges[name] = kind
+            self.shared.add(name)
+            return name
         name = self.name("x")
         kind = self.pick(self.types) or "direct"
         self.send(method, {"exchange": name, "type": kind, "passive": False})
         self.exchanges[name] = kind
+        return name
+
+    def shared_name(self, what: str, index: int) -> str:
+        """One of the run's few shared queues or exchanges: walks declare them again (always
+        with the same fields and arguments, which come from the index alone) and leave them
+        for the walks after, so that a walk meets what others left (messages piled up,
+        bindings, consumers of other channels); they go when the run ends."""
+        return f"{self.ctx.prefix or 'amqpfuzz-'}shared-{what}{index}"
+
+    def shared_queue(self, method: Method) -> str:
+        """A shared queue (:meth:`shared_name`): its arguments drawn once for its index from
+        the broker's (bounded in length, so that what piles up stays small), or the index's
+        variant of another type."""
+        index = self.src.below(SHARED)
+        name = self.shared_name("q", index)
+        draw = random.Random(f"shared-{index}")
+        known = self.traffic.arguments.get(method.full_name, {})
+        variants = self.traffic.variants_of(method)
+        extra = index - (SHARED - len(variants))
+        if extra >= 0:
+            variant = variants[extra]
+            arguments = {**variant.when, **{k: v[0] for k, v in variant.arguments.items()}}
+            fields = dict(variant.fields)
+            refuses, on = variant.refuses, variant.on
+        else:
+            arguments = {k: draw.choice(list(v)) for k, v in known.items() if draw.random() < 0.3}
+            for key in list(arguments):
+                for needed in self.traffic.requires.get(key, ()):
+                    if needed in known:
+                        arguments.setdefault(needed, draw.choice(list(known[needed])))
+            arguments["x-max-length"] = draw.choice((1, 10, 100))
+            fields, refuses, on = {}, (), {}
+        for key, value in list(arguments.items()):
+            if value == "@exchange":
+                arguments[key] = self.shared_name("x", draw.randrange(SHARED))
+            elif value == "@queue":
+                arguments[key] = self.shared_name("q", draw.randrange(SHARED))
+        chosen = {"queue": name, "passive": False, "durable": False, "exclusive": False,
+                  "auto-delete": False, "no-wait": False, **fields, "arguments": arguments}  # fmt: skip
+        self.send(method, chosen)
+        self.queues[name] = Queue(name, None, False, 0, tuple(refuses), on, shared=True)
+        self.last_queue = name
         return name
 
     def declare_queue(self, method: Method | None = None, refusing: Method | None = None) -> str:
@@ -299,6 +412,8 @@ class Walk:
         and then of another kind the broker has (one of its profile's variants, one that
         takes ``refusing``)."""
         method = method or self.ctx.declarers["queue-name"]
+        if not self.prefix and refusing is None and self.rare(5):
+            return self.shared_queue(method)
         name = self.name("q")
         exclusive = self.prefix or not self.rare(8)
         chosen: dict[str, Any] = {"queue": name, "passive": False, "exclusive": exclusive}
@@ -321,19 +436,20 @@ class Walk:
         # arguments that expire, drop or move messages: how many it holds is not known
         count = None if values.get("arguments") else 0
         self.queues[name] = Queue(name, count, bool(values.get("auto-delete")), 0, refuses, on)
+        self.last_queue = name
         return name
 
     def end(self) -> None:
         """Delete what the walk declared (queues first: a queue bound to an exchange keeps
         it in use)."""
         deleting = {m.class_name: m for m in self.ctx.channel_methods if m.name == "delete"}
-        for name in list(self.queues):
+        for name in [q.name for q in self.queues.values() if not q.shared]:
             if "queue" in deleting:
                 self.send(
                     deleting["queue"],
                     {"queue": name, "if-unused": False, "if-empty": False, "no-wait": False},
                 )
-        for name in list(self.exchanges):
+        for name in [x for x in self.exchanges if x not in self.shared]:
             if "exchange" in deleting:
                 self.send(
                     deleting["exchange"], {"exchange": name, "if-unused": False, "no-wait": False}
@@ -346,7 +462,10 @@ class Walk:
     def publish(self, method: Method) -> None:
         exchange = self.exchange()
         kind = self.exchanges.get(exchange, "direct" if exchange in ("", "amq.direct") else "")
-        if exchange == "" or (kind == "direct" and not self.keys.get(exchange)):
+        keys = [k for p in self.traffic.pseudo for k in p.keys]
+        if exchange == "" and keys and not self.prefix and self.rare(16):
+            key = self.pick(keys)
+        elif exchange == "" or (kind == "direct" and not self.keys.get(exchange)):
             key = self.queue() if exchange == "" else self.pick(list(self.queues)) or ""
         else:
             key = self.pick(self.keys.get(exchange, [])) or self.pick(["a", "a.b", "b.c.d"])
@@ -380,7 +499,10 @@ class Walk:
             if prop.reserved or prop.name.startswith("reserved") or not chosen >> i & 1:
                 continue
             values = self.traffic.properties.get(prop.name)
-            if values is not None:
+            answers = [p.queue for p in self.replies if p.property == prop.name]
+            if answers and self.rare(2):
+                properties[prop.attr] = self.pick(answers)
+            elif values is not None:
                 if values:
                     properties[prop.attr] = self.resolve(self.pick(list(values)))
             elif prop.type == "table":
@@ -395,8 +517,12 @@ class Walk:
         ]
 
     def headers(self) -> dict[str, Any]:
+        """Headers the broker reads (now and then one of another type: it may refuse it)."""
         known = self.traffic.headers
-        return {k: self.resolve(self.pick(list(v))) for k, v in known.items() if self.rare(2)}
+        found = {k: self.resolve(self.pick(list(v))) for k, v in known.items() if self.rare(2)}
+        if known and self.unusual(12):
+            found[self.pick(list(known))] = _odd(self.src)
+        return found
 
     def get(self, method: Method) -> None:
         name = self.queue(method)
@@ -418,13 +544,24 @@ class Walk:
         self.send(method, {"queue": name, "consumer-tag": tag, "exclusive": False})
         self.consumers.append(tag)
         self.owners[tag] = name
+        pseudo = self._pseudo(name)
+        if pseudo is not None:
+            self.replies.append(pseudo)
+            return
         self.queues[name].consumers += 1
         self.queues[name].count = None  # its consumer takes messages as they come
         self.next_tag = None  # deliveries come when they come
 
     def cancel(self, method: Method) -> None:
-        if ("basic.consume", method.full_name) in self.traffic.apart:  # not one it started
-            self.send(method, {"consumer-tag": self.name("c")})
+        served = [t for t in self.consumers if self._pseudo(self.owners.get(t, ""))]
+        if ("basic.consume", method.full_name) in self.traffic.apart and not served:
+            self.send(method, {"consumer-tag": self.name("c")})  # not one it started
+            return
+        if served:  # a pseudo queue's consumer (no queue process: no race to lose)
+            tag = self.pick(served)
+            self.send(method, {"consumer-tag": tag})
+            self.consumers.remove(tag)
+            self.replies = [p for p in self.replies if p.queue != self.owners.pop(tag)]
             return
         tag = self.pick(self.consumers)
         if tag is None:
@@ -483,14 +620,31 @@ class Walk:
             self._arrive([queue])
 
     def bind(self, method: Method) -> None:
+        if method.class_name == "exchange":  # (the extension's: an exchange to an exchange)
+            self.bind_exchanges(method)
+            return
         queue = self.queue(method)
         exchange = self.exchange(standard=False)
         kind = self.exchanges.get(exchange, "direct")
-        key = self.pick(["a", "a.b", "#", "*.b", "a.#"] if kind == "topic" else ["a", "b", queue])
+        key = self.pick(
+            ["a", "a.b", "#", "*.b", "a.#"] if kind == "topic" else ["a", "b", queue, ""]
+        )
         self.send(method, {"queue": queue, "exchange": exchange, "routing-key": key})
         if method.name == "bind":
             self.bound.setdefault(exchange, set()).add(queue)
             self.keys.setdefault(exchange, []).append(key)
+
+    def bind_exchanges(self, method: Method) -> None:
+        """An exchange bound to another (both the walk's, but where it made one only):
+        what is routed to the source goes to the destination's queues too."""
+        destination = self.exchange(standard=False)
+        source = self.exchange(standard=False)
+        kind = self.exchanges.get(source, "direct")
+        key = self.pick(["a", "a.b", "#", "*.b"] if kind == "topic" else ["a", "b", ""])
+        self.send(method, {"destination": destination, "source": source, "routing-key": key})
+        if method.name == "bind":
+            self.bound.setdefault(source, set()).update(self.bound.get(destination, set()))
+            self.keys.setdefault(source, []).append(key)
 
     def purge(self, method: Method) -> None:
         name = self.queue(method)
@@ -508,6 +662,8 @@ class Walk:
                     del self.owners[tag]
             # its consumers are cancelled; an if-unused or if-empty may refuse: not known
             self.queues.pop(name, None)
+        elif not self.prefix and self.unusual(24):  # a standard one: the broker refuses
+            self.send(method, {"exchange": f"amq.{self.pick(self.types) or 'direct'}"})
         elif not self.prefix:  # (a prefix deletes no exchange: it has only amq.*)
             name = self.exchange(standard=False)
             self.send(method, {"exchange": name})
@@ -515,7 +671,10 @@ class Walk:
             self.bound.pop(name, None)
 
     def declare(self, method: Method) -> None:
-        if method.class_name == "queue":
+        served = [p for p in self.traffic.pseudo if method.full_name in p.takes]
+        if served and not self.prefix and self.rare(12):  # a queue the broker serves itself
+            self.send(method, {"queue": self.pick(served).queue})
+        elif method.class_name == "queue":
             self.declare_queue(method)
         elif method.class_name == "exchange" and self.prefix:  # one every server has
             kind = self.pick(self.types) or "direct"
@@ -529,11 +688,16 @@ class Walk:
         self.send(method, {})
         if method.class_name == "tx":
             self.transacted = True
+        elif method.class_name == "confirm":
+            self.confirming = True
 
     def finish(self, method: Method) -> None:
         """tx.commit and tx.rollback (a transaction is begun first if none is)."""
         if not self.transacted:
-            self.select(self.ctx.spec.method("tx.select"))
+            select = self.ctx.spec.method("tx.select")
+            if self.traffic.excluded(select, self.sent):
+                return
+            self.select(select)
         self.send(method, {})
         if method.name == "commit":
             self._arrive(self.pending)
@@ -573,8 +737,9 @@ _ROLES: dict[str, Callable[[Walk, Method], None]] = {
 
 
 def _odd(src: Source) -> Any:
-    """An argument value of some other type: the broker's checks of its arguments refuse it."""
-    return src.pick((-1, "x", True, 2**40, 1.5, [], {}))
+    """An argument value of some other type, or out of range: the broker's checks of its
+    arguments refuse it."""
+    return src.pick((-1, "x", True, False, 2**40, -(2**40), 1.5, [], {}, b"\x00", "", 0))
 
 
 def walk(
@@ -597,6 +762,8 @@ def walk(
             continue  # the case behind it would be sent before its answer
         if prefix and method.name == "cancel":
             continue  # (and its consumers stay: the state the case meets)
+        if traffic.excluded(method, found.sent):
+            continue
         found.step(method)
         if found.over:
             return found
@@ -617,11 +784,14 @@ def _codes(spec: Any, methods: frozenset[Method]) -> tuple[Any, ...]:
 
 
 def traffic_arms(ctx: Context, traffic: Traffic) -> tuple[Arm, ...]:
-    """One arm per class a client sends methods of on a channel: walks most of whose steps
-    are of that class."""
-    classes = tuple(dict.fromkeys(m.class_name for m in ctx.traffic_methods))
+    """One arm per class a client sends several methods of on a channel (walks most of whose
+    steps are of that class), and one of walks over every class alike (``mixed``)."""
+    counts: dict[str, int] = {}
+    for method in ctx.traffic_methods:
+        counts[method.class_name] = counts.get(method.class_name, 0) + 1
+    classes = (*(c for c, n in counts.items() if n >= 3), None)
 
-    def arm(focus: str) -> Arm:
+    def arm(focus: str | None) -> Arm:
         def build(src: Source) -> Case:
             found = walk(ctx, src, traffic, focus, STEPS)
             methods = frozenset(f.method for f in found.frames if isinstance(f, MethodFrame))
@@ -629,14 +799,14 @@ def traffic_arms(ctx: Context, traffic: Traffic) -> tuple[Arm, ...]:
             return Case(
                 steps=tuple(ctx.wire(f) for f in found.frames),
                 expected=Reaction.reply((), _tolerated(ctx, methods)),
-                spec_ref=f"{focus}.*",
+                spec_ref=f"{focus or 'channel'}.*",  # (a mixed walk: the channel's)
                 placement=Placement.FRESH,
                 note=f"{len(names)} steps: {', '.join(names)}",
                 frames=tuple(found.frames),
                 blob=src.data,
             )
 
-        return Arm(f"traffic {focus}", build)
+        return Arm(f"traffic {focus or 'mixed'}", build)
 
     return tuple(arm(c) for c in classes)
 

@@ -6,6 +6,14 @@ The fuzzer sends bytes no client library would, so it speaks through this small 
 broker's ``channel.close`` and ``connection.close`` the way a client must. What a case led to
 is an :class:`Outcome` (reply, channel-close, connection-close, socket-close, timeout), read by
 the oracles.
+
+A connection may also be prepared only part of the way (:meth:`Connection.prepared`, to a
+:class:`~amqpfuzz.strategies.amqp091.operators.handshake.Stage`), for a case that sends the rest
+of the handshake itself. What the server answers there is either a close (the connection's, a
+channel's the case opened too early, or the socket's, after a protocol header of its own) or the
+server going on with the handshake: a method that is not a close, or the protocol header the
+case sent, echoed (a server that speaks what it names: what follows is that protocol, not read
+here). Either ends the connection; going on is the case's ``reply``.
 """
 
 from __future__ import annotations
@@ -27,18 +35,24 @@ from amqpfuzz.spec.amqp091.codec import (
     raw,
 )
 from amqpfuzz.spec.amqp091.model import ZERO_VALUES
+from amqpfuzz.spec.protocols import extension_of
+from amqpfuzz.strategies.amqp091.operators.handshake import Stage
 
 from ...brokers import Target
 from ..outcome import AuthenticationFailed, ConnectionFailed, Name, Outcome
 from ..stream import Stream, open_socket
 
-__all__ = ["CLIENT_PROPERTIES", "Connection", "closed_by"]
+__all__ = ["CLIENT_PROPERTIES", "Connection", "HeaderAnswer", "closed_by"]
 
 # amqpfuzz's own: announcing RabbitMQ's consumer-cancel notifications
 CLIENT_PROPERTIES: dict[str, Any] = {
     "product": "amqpfuzz",
     "capabilities": {"consumer_cancel_notify": True},
 }
+
+
+# the stages short of open: what the server answers there ends the case
+_ANSWERED = (Stage.HEADER, Stage.START, Stage.TUNE)
 
 
 def closed_by(frame: MethodFrame) -> Outcome:
@@ -52,6 +66,33 @@ def closed_by(frame: MethodFrame) -> Outcome:
         str(args.get("reply_text", "")),
         method=None if class_id is None or method_id is None else (class_id, method_id),
     )
+
+
+class HeaderAnswer(FrameReader):
+    """Reads what a server answers a protocol header with: frames (its connection.start), or a
+    protocol header of its own, after which nothing is read (a refusal closes the socket next;
+    a server that speaks what the header named goes on in that protocol)."""
+
+    def __init__(self, codec: Codec, frame_max: int | None = None) -> None:
+        super().__init__(codec, frame_max)
+        self._head = bytearray()
+        self._framed = False  # the answer is frames, read as such
+        self.header: ProtocolHeader | None = None
+
+    def feed(self, data: bytes) -> list[Frame]:
+        if self.header is not None:
+            return []
+        if self._framed:
+            return super().feed(data)
+        self._head += data
+        head = bytes(self._head)
+        if head[:4] != b"AMQP"[: len(head[:4])]:  # not a header: frames (or bytes that are not)
+            self._framed = True
+            return super().feed(head)
+        if len(head) < 8:
+            return []
+        self.header = ProtocolHeader(head[:8])
+        return [self.header]
 
 
 class Connection(Stream):
@@ -70,6 +111,10 @@ class Connection(Stream):
         self.reader: FrameReader = codec.reader(frame_max=frame_max)
         self.server_properties: dict[str, object] = {}
         self._close_ok = codec.spec.method("channel.close-ok")
+        self.protocol = codec.spec.protocol  # the one asked for (read in its extension)
+        self.stage: Stage | None = None  # how far it was prepared, if not open
+        self.vhost = "/"  # the target's virtual host, for a stage that opens it later
+        self.header_sent: bytes | None = None  # on a ``header`` stage: what the case sent
 
     # -- opening ---------------------------------------------------------------------------
 
@@ -109,9 +154,50 @@ class Connection(Stream):
         channel_max: int = 2047,
     ) -> Connection:
         """Only the socket (TLS for amqps://): the caller speaks the protocol from the header on."""
-        codec = codec_for(protocol)
+        codec = codec_for(extension_of(protocol))  # what the broker says in it is read
         sock = open_socket(target, timeout)
-        return cls(sock, codec, frame_max, channel_max)
+        connection = cls(sock, codec, frame_max, channel_max)
+        connection.protocol = protocol
+        return connection
+
+    @classmethod
+    def prepared(
+        cls,
+        target: Target,
+        stage: Stage,
+        *,
+        protocol: str = DEFAULT_PROTOCOL,
+        timeout: float = 10.0,
+        control: int = 1,
+        narrow: int = 2,
+    ) -> Connection:
+        """A connection prepared only so far: ``header`` (connected, nothing sent), ``start``
+        (the protocol header sent, connection.start received), ``tune`` (logged in with the
+        target's credentials, connection.tune received: nothing of ours tuned yet) or
+        ``narrow`` (open with a channel-max of ``narrow``, channel ``control`` open).
+        ConnectionFailed if the broker will not go so far."""
+        if stage == Stage.NARROW:
+            connection = cls.open(target, protocol=protocol, timeout=timeout, channel_max=narrow)
+            problem = connection.open_channel(control, timeout)
+            if problem is not None:
+                connection.abort()
+                raise ConnectionFailed(f"{target.safe_url}: cannot open a channel: {problem}")
+            connection.stage = stage
+            return connection
+        connection = cls.connect(target, protocol=protocol, timeout=timeout)
+        connection.vhost = target.vhost
+        if stage == Stage.HEADER:
+            connection.reader = HeaderAnswer(connection.codec, connection.frame_max)
+        else:
+            try:
+                connection._greet(target, timeout)
+                if stage == Stage.TUNE:
+                    connection._login(target, timeout, None)
+            except BaseException:
+                connection.abort()
+                raise
+        connection.stage = stage  # from here on, what the server answers is the case's
+        return connection
 
     def _handshake(
         self,
@@ -122,23 +208,8 @@ class Connection(Stream):
         properties: dict[str, Any] | None,
     ) -> None:
         codec = self.codec
-        self.send(codec.spec.protocol_header)
-        start = self._expect_handshake(target, "connection.start", timeout)
-        self.server_properties = dict(start["server_properties"])
-        response = b"\x00" + target.user.encode() + b"\x00" + target.password.encode()
-        if properties is None:
-            properties = CLIENT_PROPERTIES
-        self.send_frame(
-            codec.method(
-                "connection.start-ok",
-                0,
-                client_properties=properties,
-                mechanism="PLAIN",
-                response=response,
-                locale="en_US",
-            )
-        )
-        tune = self._expect_handshake(target, "connection.tune", timeout, authenticating=True)
+        self._greet(target, timeout)
+        tune = self._login(target, timeout, properties)
         self.frame_max = min(frame_max, tune["frame_max"] or frame_max)
         self.channel_max = min(channel_max, tune["channel_max"] or channel_max)
         self.reader.frame_max = self.frame_max
@@ -153,6 +224,29 @@ class Connection(Stream):
         )
         self.send_frame(codec.method("connection.open", 0, virtual_host=target.vhost))
         self._expect_handshake(target, "connection.open-ok", timeout, authenticating=True)
+
+    def _greet(self, target: Target, timeout: float) -> None:
+        """The protocol header, answered with connection.start."""
+        self.send(self.codec.spec.protocol_header)
+        start = self._expect_handshake(target, "connection.start", timeout)
+        self.server_properties = dict(start["server_properties"])
+
+    def _login(
+        self, target: Target, timeout: float, properties: dict[str, Any] | None
+    ) -> MethodFrame:
+        """start-ok with the target's credentials (PLAIN), answered with connection.tune."""
+        response = b"\x00" + target.user.encode() + b"\x00" + target.password.encode()
+        self.send_frame(
+            self.codec.method(
+                "connection.start-ok",
+                0,
+                client_properties=CLIENT_PROPERTIES if properties is None else properties,
+                mechanism="PLAIN",
+                response=response,
+                locale="en_US",
+            )
+        )
+        return self._expect_handshake(target, "connection.tune", timeout, authenticating=True)
 
     @classmethod
     def open_pipelined(
@@ -242,7 +336,7 @@ class Connection(Stream):
                 if isinstance(frame, ProtocolHeader):
                     raise ConnectionFailed(
                         f"{target.safe_url}: the broker does not speak AMQP "
-                        f"{self.codec.spec.protocol} (it answered {frame!r})"
+                        f"{self.protocol} (it answered {frame!r})"
                     )
                 if isinstance(frame, MethodFrame) and frame.name == name:
                     return frame
@@ -262,9 +356,16 @@ class Connection(Stream):
     def send_frame(self, frame: Frame) -> bool:
         return self.send(self.codec.encode(frame))
 
+    def send(self, data: bytes) -> bool:
+        if self.stage == Stage.HEADER and self.header_sent is None:
+            self.header_sent = data[:8]  # what a server that speaks it echoes
+        return super().send(data)
+
     # -- receiving -------------------------------------------------------------------------
 
     def _file(self, frame: Frame) -> None:
+        if self.stage in _ANSWERED and self._went_on(frame):
+            return
         channel = getattr(frame, "channel", 0)
         if isinstance(frame, MethodFrame):
             if frame.name == "connection.close":
@@ -276,6 +377,33 @@ class Connection(Stream):
                 self.closed_channels[channel] = closed_by(frame)
                 self.open_channels.discard(channel)
         self.inbox.setdefault(channel, deque()).append(frame)
+
+    def _went_on(self, frame: Frame) -> bool:
+        """On a connection prepared only part of the way: whether ``frame`` answers the case
+        there (a method that is not the connection's close, which ends it as ever: the server
+        going on with the handshake, or closing a channel the case opened too early; the header
+        the case sent, echoed). Then the connection ends with it (nothing more is read)."""
+        if isinstance(frame, ProtocolHeader):
+            if frame.data != self.header_sent:
+                return False  # another header: the server's own, a close to follow
+            ended = Outcome(
+                OutcomeKind.REPLY,
+                text=f"it answered with the header sent, {frame!r}: it speaks it",
+                frames=(frame,),
+                reply="protocol header",
+            )
+        elif not isinstance(frame, MethodFrame) or frame.name == "connection.close":
+            return False
+        elif frame.name == "channel.close":
+            ended = closed_by(frame)
+        else:
+            ended = Outcome(
+                OutcomeKind.REPLY, text=f"it went on: {frame.name}", frames=(frame,),
+                reply=frame.name,
+            )  # fmt: skip
+        self.inbox.setdefault(0, deque()).append(frame)
+        self._end(ended)
+        return True
 
     def _stops(self, channel: int, frame: Any) -> Outcome | None:
         if isinstance(frame, MethodFrame) and frame.name == "channel.close":

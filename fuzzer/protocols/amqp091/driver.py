@@ -4,6 +4,12 @@ A case runs on a channel of its own; behind it goes ``basic.qos`` (synchronous, 
 ``qos-ok`` proves the channel survived, with no waiting for a timeout. A connection of its own
 keeps channel 1 open for that probe. The entities a case creates are the queues and exchanges it
 declares (read from the bytes it sends) and the queues the broker names for it.
+
+A case on the connection itself runs on one prepared only as far as its operator says (its
+stage: nothing sent, the header answered, logged in, or open with a narrow channel-max). Short
+of open there is no probe: what the server answers is the case's reaction (a close, or the
+handshake going on: see :mod:`.connection`), except that logged in and tuned by the case, the
+connection is opened behind it (the target's virtual host), whose answer then is the proof.
 """
 
 from __future__ import annotations
@@ -13,12 +19,14 @@ import struct
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from amqpfuzz.spec import RemoteProtocolError
+from amqpfuzz.spec import OutcomeKind, RemoteProtocolError
 from amqpfuzz.spec.amqp091 import Constant
 from amqpfuzz.spec.amqp091.codec import Frame, MethodFrame, codec_for
+from amqpfuzz.spec.protocols import extension_of
 from amqpfuzz.strategies import Case, Placement
 from amqpfuzz.strategies.amqp091 import WireFrame
 from amqpfuzz.strategies.amqp091.context import CODES
+from amqpfuzz.strategies.amqp091.operators.handshake import NARROW, STAGES, Stage
 
 from ...brokers import Target
 from ..driver import ChannelRules, Driver
@@ -37,6 +45,14 @@ from .names import created_names, names_a_queue_itself, ours
 __all__ = ["Amqp091Driver"]
 
 _FRAME_HEADER = struct.Struct(">BHI")
+# a case's stage where its operator names none: by where it is placed
+_PLACED = {Placement.HEADER: Stage.HEADER, Placement.START: Stage.START}
+# what the server's answer to a case on a connection prepared so far is (for a hang's words)
+_ANSWERS = {
+    Stage.HEADER: ("connection.start",),
+    Stage.START: ("connection.secure", "connection.tune"),
+    Stage.TUNE: ("connection.open-ok",),
+}
 
 
 def _wire_steps(case: Case) -> Iterator[WireFrame]:
@@ -77,7 +93,9 @@ class Amqp091Driver(Driver):
 
     def __init__(self, protocol: str) -> None:
         super().__init__(protocol)
-        self.codec = codec_for(protocol)
+        # the protocol's extension, where it has one, reads all it does and what a broker
+        # that speaks it says (RabbitMQ's confirm.select-ok, basic.nack)
+        self.codec = codec_for(extension_of(protocol))
         self.spec = self.codec.spec
         # per target, once a spare's handshake told its limits: the whole handshake's bytes
         self._handshakes: dict[Target, tuple[bytes, int, int]] = {}
@@ -103,6 +121,15 @@ class Amqp091Driver(Driver):
         """After the first, a spare's handshake in two writes and two round trips
         (:meth:`Connection.open_pipelined`): many spares a second cost the broker, and us,
         less. A broker whose limits changed gets the handshake step by step again."""
+        if stage is not None:
+            return Connection.prepared(
+                target,
+                Stage(stage),
+                protocol=self.protocol,
+                timeout=timeout,
+                control=self.rules.control,
+                narrow=NARROW,
+            )
         known = self._handshakes.get(target)
         if known is not None:
             data, frame_max, channel_max = known
@@ -127,12 +154,20 @@ class Amqp091Driver(Driver):
         self._handshakes[target] = (data, connection.frame_max, connection.channel_max)
         return connection
 
+    def stage(self, case: Case) -> str | None:
+        """How far a case's connection is prepared: its operator's stage (a case on the
+        connection itself), else by its placement (a header, or connection.start, first)."""
+        found = STAGES.get(case.operator or "") or _PLACED.get(case.placement)
+        return None if found is None else found.value
+
     def needs_own_connection(self, case: Case) -> bool:
-        """Cases that end a connection, or that need channel 0 or a channel not open, get
-        one; so does a declaration of a queue the broker names, whose name only its reply
-        tells: on a shared connection that another case ends first, the reply may never
-        come."""
+        """Cases that end a connection, or that need channel 0 or a channel not open, or a
+        connection prepared only so far, get one; so does a declaration of a queue the broker
+        names, whose name only its reply tells: on a shared connection that another case ends
+        first, the reply may never come."""
         if case.placement in (Placement.CLOSED, Placement.NONE) or case.kills_connection:
+            return True
+        if self.stage(case) is not None or case.expected.outcome == OutcomeKind.SOCKET_CLOSE:
             return True
         if any(not (isinstance(c, Constant) and c.is_soft_error) for c in case.expected.tolerated):
             return True
@@ -144,12 +179,25 @@ class Amqp091Driver(Driver):
         return control if case.placement in (Placement.OPEN, Placement.FRESH) else control + 1
 
     def open_channel(self, connection: Any, channel: int) -> bytes:
+        """Nothing on a connection not yet open (a probe there is the handshake's answer)."""
+        if getattr(connection, "stage", None) in _ANSWERS:
+            return b""
         return self._frame("channel.open", channel)
 
     def close_channel(self, connection: Any, channel: int) -> bytes:
         return self._frame("channel.close", channel)
 
     def probe(self, connection: Any, channel: int) -> bytes:
+        """``basic.qos``; on a connection prepared only to the tune, whose case tuned it, the
+        opening of the target's virtual host (``open-ok`` is the proof); short of that,
+        nothing (the server's answer to the case is)."""
+        stage = getattr(connection, "stage", None)
+        if stage == Stage.TUNE:
+            return self.codec.encode(
+                self.codec.method("connection.open", 0, virtual_host=connection.vhost)
+            )
+        if stage in _ANSWERS:
+            return b""
         return self._frame("basic.qos", channel)
 
     @functools.lru_cache(maxsize=8192)  # noqa: B019 (one driver per protocol, for the process)
@@ -166,6 +214,9 @@ class Amqp091Driver(Driver):
         return self._last(case) is None
 
     def answers(self, case: Case) -> tuple[str, ...]:
+        stage = self.stage(case)
+        if stage in _ANSWERS:
+            return _ANSWERS[Stage(stage)]
         last = self._last(case)
         if last is None:
             return self.rules.probe_replies

@@ -4,7 +4,8 @@ An operator reads valid frames from a :class:`~..source.Source` and breaks them;
 *which* reply-code constants answer it, and the loaded specification gives their values and
 whether they are hard errors (closing the connection) or soft ones (closing the channel). The
 catalogue's order is the order Hypothesis shrinks towards: frames first, then arguments,
-content, channels and rules.
+content, channels and rules; the operators on the connection itself (its header, login,
+tuning and channel numbers, on connections of their own) came last.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from __future__ import annotations
 from amqpfuzz.spec.amqp091 import Spec
 
 from ...operator import Operator
-from . import arguments, channels, content, framing, rules
+from . import arguments, channels, content, framing, handshake, rules
 
 __all__ = ["CATALOGUE", "catalogue"]
 
@@ -22,6 +23,7 @@ CATALOGUE: tuple[Operator, ...] = (
     *content.OPERATORS,
     *channels.OPERATORS,
     *rules.OPERATORS,
+    *handshake.OPERATORS,
 )
 
 

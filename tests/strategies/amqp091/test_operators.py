@@ -11,9 +11,10 @@ from hypothesis.strategies import SearchStrategy
 from amqpfuzz import strategies as afs
 from amqpfuzz.spec import RemoteProtocolError, protocols_of
 from amqpfuzz.spec.amqp091 import load
-from amqpfuzz.spec.amqp091.codec import Frame, Heartbeat, codec_for
+from amqpfuzz.spec.amqp091.codec import Frame, Heartbeat, MethodFrame, codec_for
 from amqpfuzz.spec.amqp091.state import SequenceChecker
 from amqpfuzz.strategies import CASE_CHANNEL, Case
+from amqpfuzz.strategies.amqp091.operators import handshake
 
 FRAME_MAX = 4096
 CHANNEL = 7
@@ -27,7 +28,15 @@ FIND = settings(
     phases=[Phase.generate],
     suppress_health_check=list(HealthCheck),
 )
-OPERATORS = [(p, op.name) for p in protocols_of("amqp091") for op in afs.operators(p)]
+# the operators on the connection itself, judged against a model of a server's handshake below
+CONNECTION = {op.name for op in handshake.OPERATORS}
+OPERATORS = [
+    (p, op.name)
+    for p in protocols_of("amqp091")
+    for op in afs.operators(p)
+    if op.name not in CONNECTION
+]
+HANDSHAKE = [(p, n) for p in protocols_of("amqp091") for n in sorted(CONNECTION)]
 
 
 def _judge(protocol: str, case: Case) -> str:
@@ -88,6 +97,10 @@ def test_the_catalogue() -> None:
     for op in ops:
         assert op.description and op.breaks and op.level in ("frame", "sequence", "rule")
         reaction = op.reaction(spec)
+        if not op.codes:  # the server must close the socket: no code, no negotiated close
+            assert op.name in CONNECTION and reaction.outcome == "socket-close"
+            assert not reaction.codes and reaction.code is None
+            continue
         first = spec.constant(op.names_in(spec)[0])
         assert reaction.codes[0] is first
         # hard or soft comes from the constant's class in the XML, not from the operator
@@ -190,4 +203,132 @@ def test_the_catalogue_keeps_its_order() -> None:
         "closed-channel", "before-open", "channel-reopen", "connection-on-channel", "channel-zero",
         "server-method",
         "missing-entity", "reserved-name", "not-transacted", "unknown-delivery-tag",
+        "bad-protocol-header", "other-protocol-header", "unknown-mechanism", "refused-login",
+        "malformed-response", "login-skipped", "tune-out-of-range", "unknown-vhost",
+        "out-of-order", "channel-above-max", "handshake-again",
     ]  # fmt: skip
+
+
+# -- the operators on the connection itself ------------------------------------------------------
+
+# A server as the specification describes it, for judging a case on the connection itself: what
+# it proposes (PLAIN; the limits RabbitMQ proposes), whom it knows, its virtual hosts.
+MECHANISMS = ("PLAIN",)
+USERS = {"guest": "guest"}
+LIMITS = {"channel_max": 2047, "frame_max": 131072}
+VHOSTS = ("/",)
+# every AMQP version's protocol header, as its specification prints it (0-8's both ways)
+AMQP_HEADERS = {
+    b"AMQP\x01\x01\x08\x00", b"AMQP\x01\x01\x09\x01", b"AMQP\x01\x01\x00\x09",
+    b"AMQP\x00\x00\x09\x01", b"AMQP\x01\x01\x00\x0a", b"AMQP\x00\x01\x00\x00",
+    b"AMQP\x02\x01\x00\x00", b"AMQP\x03\x01\x00\x00",
+}  # fmt: skip
+# what each operator's cases must break, as the model below finds it
+BREAKS = {
+    "bad-protocol-header": "header:none",
+    "other-protocol-header": "header:other",
+    "unknown-mechanism": "mechanism",
+    "refused-login": "login",
+    "malformed-response": "response",
+    "login-skipped": "order",
+    "tune-out-of-range": "tune",
+    "unknown-vhost": "vhost",
+    "out-of-order": "order",
+    "channel-above-max": "channel-max",
+    "handshake-again": "order",
+}
+# where each stage leaves the handshake (a case with no stage runs on an open connection)
+STATES = {"start": "starting", "tune": "tuning", "narrow": "running", None: "running"}
+
+
+def _plain(response: bytes) -> tuple[str, str] | None:
+    """RFC 4616: [authzid] NUL authcid NUL passwd, authcid and passwd not empty."""
+    parts = response.split(b"\0")
+    if len(parts) != 3 or not parts[1] or not parts[2]:
+        return None
+    return parts[1].decode(), parts[2].decode()
+
+
+def _handshake_judge(protocol: str, case: Case) -> str:
+    """The first thing a case on the connection itself breaks, by the model server above: its
+    header (none, or another version's), the login's mechanism, response or credentials, the
+    order of the handshake, the tune-ok's limits, the virtual host, the channel-max; or
+    ``accepted``."""
+    codec = codec_for(protocol)
+    stage = handshake.STAGES.get(case.operator or "")
+    data = case.render(CHANNEL)
+    if stage == "header":
+        if data[:8] == codec.spec.protocol_header:
+            return "accepted"
+        return "header:other" if data[:8] in AMQP_HEADERS else "header:none"
+    reader = codec.reader(check_asserts=False)
+    reader.feed(codec.spec.protocol_header)
+    frames = reader.feed(data)
+    assert reader.pending == 0, f"{case!r} left {reader.pending} bytes unread"
+    state = STATES[stage]
+    channel_max = handshake.NARROW if stage == "narrow" else LIMITS["channel_max"]
+    open_channels = {1}
+    for frame in frames:
+        assert isinstance(frame, MethodFrame), case
+        name, args = frame.name, frame.arguments
+        if state == "starting":
+            if name != "connection.start-ok":
+                return "order"
+            if args["mechanism"] not in MECHANISMS:
+                return "mechanism"
+            login = _plain(bytes(args["response"]))
+            if login is None:
+                return "response"
+            if USERS.get(login[0]) != login[1]:
+                return "login"
+            state = "tuning"
+        elif state == "tuning":
+            if name != "connection.tune-ok":
+                return "order"
+            if (
+                not 0 < args["channel_max"] <= LIMITS["channel_max"]
+                or not 4096 <= args["frame_max"] <= LIMITS["frame_max"]
+            ):
+                return "tune"
+            channel_max, state = args["channel_max"], "opening"
+        elif state == "opening":
+            if name != "connection.open":
+                return "order"
+            if args["virtual_host"] not in VHOSTS:
+                return "vhost"
+            state = "running"
+        elif frame.method.class_name == "connection":
+            if name not in ("connection.close", "connection.close-ok"):
+                return "order"
+        elif name == "channel.open":
+            if frame.channel > channel_max or len(open_channels) >= channel_max:
+                return "channel-max"
+            open_channels.add(frame.channel)
+    return "accepted"
+
+
+@pytest.mark.parametrize(("protocol", "name"), HANDSHAKE, ids=[f"{p}:{n}" for p, n in HANDSHAKE])
+def test_every_connection_case_breaks_the_handshake_as_its_operator_says(
+    protocol: str, name: str
+) -> None:
+    op = next(o for o in afs.operators(protocol) if o.name == name)
+    spec = load(protocol)
+
+    @SETTINGS
+    @given(afs.malformed_cases([name], protocol=protocol, frame_max=FRAME_MAX, prefix="af-h-"))
+    def check(case: Case) -> None:
+        assert case.operator == name
+        assert _handshake_judge(protocol, case) == BREAKS[name], case
+        if op.codes:  # a negotiated close, with the operator's codes (those the spec has)
+            assert case.expected.outcome == "connection-close", case
+            assert {c.name for c in case.expected.codes} <= {*op.codes, "unexpected-frame"}
+            assert all(spec.constant(c.name) is c for c in case.expected.codes)
+        else:  # the socket closed, after the server's own header where the header was wrong
+            assert case.expected.outcome == "socket-close" and not case.expected.codes, case
+            assert ("protocol header" in case.expected.responses) == (
+                handshake.STAGES[name] == "header"
+            )
+        # nothing in it is a credential of the target's: the names are made for the case
+        assert b"\0guest\0guest" not in case.render(CHANNEL)
+
+    check()

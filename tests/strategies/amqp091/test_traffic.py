@@ -1,0 +1,145 @@
+"""Valid traffic in state: walks whose methods build on what they made, read by our own decoder
+and sequence checker as valid; what a broker's profile adds (its extension, its arguments, its
+pseudo queues) as data; malformed cases put after a shorter walk."""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+from typing import Any
+
+import pytest
+
+from amqpfuzz.fuzzer.brokers.profiles import find_profile
+from amqpfuzz.spec.amqp091 import load
+from amqpfuzz.spec.amqp091.codec import Heartbeat, MethodFrame, codec_for
+from amqpfuzz.spec.amqp091.state import SequenceChecker
+from amqpfuzz.strategies import case_builder
+
+PREFIX = "tt-"
+CHANNEL = 5
+
+
+def rabbit() -> dict[str, Any]:
+    profile = find_profile(None, "RabbitMQ", "3.10.8", "0-9-1")
+    assert profile is not None and profile.traffic
+    return dict(profile.traffic)
+
+
+def walks(count: int, traffic: dict[str, Any] | None, seed: int = 1) -> list[Any]:
+    build = case_builder(
+        protocol="0-9-1", valid_share=0, traffic_share=1.0, state_share=0, prefix=PREFIX,
+        traffic=traffic,
+    )  # fmt: skip
+    rnd = random.Random(seed)
+    return [build(rnd.randbytes(512)) for _ in range(count)]
+
+
+@pytest.mark.parametrize("traffic", [None, "rabbit"], ids=["spec only", "rabbitmq profile"])
+def test_every_walk_is_valid_for_our_decoder_and_sequence_checker(traffic: str | None) -> None:
+    spec = load("0-9-1-rabbit")  # reads what the broker's extension adds too
+    codec = codec_for("0-9-1-rabbit")
+    for case in walks(300, rabbit() if traffic else None):
+        assert case.operator is None and case.expected.outcome == "reply"
+        reader = codec.reader(frame_max=131072)
+        reader.feed(codec.encode(Heartbeat()))
+        frames = reader.feed(case.render(CHANNEL))
+        assert reader.pending == 0 and frames
+        assert SequenceChecker(spec, (CHANNEL,), sender="client").first_error(frames) is None
+        for frame in frames:  # every name it gives a queue or an exchange is the run's
+            if isinstance(frame, MethodFrame) and frame.method.name == "declare":
+                values = dict(zip((f.name for f in frame.method.fields), frame.values, strict=True))
+                name = values.get("queue", values.get("exchange"))
+                assert name.startswith((PREFIX, "amq.")), frame
+
+
+def test_a_walk_deletes_what_it_declared_but_the_shared_ones() -> None:
+    for case in walks(300, rabbit(), seed=2):
+        methods = [f for f in case.frames if isinstance(f, MethodFrame)]
+        named = {
+            (f.method.class_name, f.values[[x.name for x in f.method.fields].index(f.method.class_name)])
+            for f in methods
+            if f.method.name in ("declare", "delete") and f.method.class_name in ("queue", "exchange")
+        }  # fmt: skip
+        declared = {
+            n for n in named
+            if any(f.method.name == "declare" and n[1] in f.values for f in methods)
+        }  # fmt: skip
+        if any(f.method.full_name in ("tx.commit",) for f in methods):
+            continue  # a walk ends at a commit, whose answer the broker wants first
+        for kind, name in declared:
+            if name.startswith(("amq.", f"{PREFIX}shared-")) or name == "":
+                continue
+            exclusive = any(
+                f.method.full_name == "queue.declare" and f.values[1] == name and f.values[4]
+                for f in methods
+            )
+            deleted = any(  # by its name, or by the empty name: the last queue declared
+                f.method.full_name == f"{kind}.delete" and (name in f.values or "" in f.values[1:2])
+                for f in methods
+            )
+            assert deleted or exclusive, (name, case.note)
+
+
+def test_the_profile_brings_the_extension_the_arguments_and_the_pseudo_queues() -> None:
+    plain = Counter(
+        f.name for c in walks(1500, None) for f in c.frames if isinstance(f, MethodFrame)
+    )
+    rich = walks(1500, rabbit())
+    names = Counter(f.name for c in rich for f in c.frames if isinstance(f, MethodFrame))
+    extension = {"confirm.select", "basic.nack", "exchange.bind", "exchange.unbind"}
+    assert extension <= set(names) and not extension & set(plain)
+    assert names["basic.publish"] > 500 and names["queue.bind"] > 100
+    arguments = Counter(
+        key
+        for c in rich
+        for f in c.frames
+        if isinstance(f, MethodFrame) and f.name == "queue.declare"
+        for key in f.values[-1]
+    )
+    assert {"x-message-ttl", "x-max-length", "x-queue-type", "x-dead-letter-exchange"} <= set(
+        arguments
+    )
+    queues = {
+        f.values[1] for c in rich for f in c.frames
+        if isinstance(f, MethodFrame) and f.name == "basic.consume"
+    }  # fmt: skip
+    assert "amq.rabbitmq.reply-to" in queues and f"{PREFIX}shared-q0" in queues | {
+        f.values[1] for c in rich for f in c.frames if isinstance(f, MethodFrame) and f.name == "queue.declare"
+    }  # fmt: skip
+    # a channel in confirm mode is never made transacted, nor the other way round
+    for case in rich:
+        sent = {f.name for f in case.frames if isinstance(f, MethodFrame)}
+        assert not {"confirm.select", "tx.select"} <= sent, case.note
+
+
+def test_a_shared_queue_is_declared_alike_by_every_walk() -> None:
+    seen: dict[str, set[str]] = {}
+    for case in walks(1500, rabbit(), seed=3):
+        for f in case.frames:
+            if (
+                isinstance(f, MethodFrame)
+                and f.name == "queue.declare"
+                and "shared-" in f.values[1]
+            ):
+                seen.setdefault(f.values[1], set()).add(repr(f.values[2:]))
+    assert len(seen) >= 6 and all(len(forms) == 1 for forms in seen.values()), seen
+
+
+def test_a_malformed_case_in_state_follows_a_walk_on_its_channel() -> None:
+    build = case_builder(
+        ["frame-end", "table-type"], protocol="0-9-1", valid_share=0, traffic_share=0,
+        state_share=1.0, prefix=PREFIX, traffic=rabbit(),
+    )  # fmt: skip
+    rnd = random.Random(4)
+    cases = [build(rnd.randbytes(512)) for _ in range(200)]
+    assert {c.operator for c in cases} == {"frame-end", "table-type"}
+    after = [c for c in cases if "after " in c.note]
+    assert len(after) > 150
+    for case in after:
+        assert case.placement == "fresh" and len(case.steps) > 1
+        # the operator's own reaction, with the channel closes the walk's rules allow first
+        assert case.expected.codes and {c.name for c in case.expected.tolerated} <= {
+            "access-refused", "not-found", "precondition-failed", "resource-locked",
+            "not-allowed", "command-invalid",
+        }  # fmt: skip
