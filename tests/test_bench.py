@@ -70,6 +70,24 @@ def test_findings_bench_prints_signatures_over_time() -> None:
     assert all(r["crashes"] <= r["signatures"] for r in lines)
 
 
+def test_coverage_bench_prints_lines_over_time_and_its_ratios() -> None:
+    lines = quick_run("coverage", timeout=600)
+    assert all(r["bench"] == "coverage" and r["protocol"] == "0-9-1" for r in lines)
+    workloads = {r["workload"] for r in lines if "workload" in r}
+    assert workloads == {"handshake", "naive-pika", "feedback", "blind"}
+    handshake = next(r["lines"] for r in lines if r.get("workload") == "handshake")
+    for workload in ("naive-pika", "feedback", "blind"):  # more than a bare handshake reaches
+        last = [r for r in lines if r.get("workload") == workload][-1]
+        assert last["at_s"] == 6.0 and last["lines"] > handshake > 0
+    figures = {r["figure"]: r for r in lines if "figure" in r}
+    assert set(figures) == {
+        "lines_at_6", "growth_6_vs_3", "feedback_vs_blind", "cases_per_s",
+        "rate_coverage_on_vs_off", "functions_only_feedback_entered",
+    }  # fmt: skip
+    assert figures["feedback_vs_blind"]["target"] == 1.15
+    assert figures["rate_coverage_on_vs_off"]["value"] > 0
+
+
 def test_spark_campaign_bench_prints_both_rates_and_their_ratio() -> None:
     lines = quick_run("spark_campaign", timeout=600)
     for figure in ("cases_per_s", "fuzzing_cases_per_s"):

@@ -20,14 +20,17 @@ from typing import Any
 import click
 
 from amqpfuzz.spec import DEFAULT_PROTOCOL, PROTOCOLS, family_of
+from amqpfuzz.strategies import family_for as strategy_family
 from amqpfuzz.strategies import operators as catalogue
 
 from ..brokers import BROKERS, Broker, Target, parse_target, refuses, throwaway
 from ..brokers.profiles import find_profile
 from ..coverage import CoverageError, ErlangCover, Probe, cookie_home, plan_for, unavailable
 from ..engine.campaign import CampaignSettings
+from ..engine.corpus import Corpus, CorpusError
 from ..engine.events import (
     BrokerDown,
+    CorpusSaved,
     CoverageReached,
     CoverageSampled,
     FailureFound,
@@ -170,6 +173,12 @@ def _positive(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
     "new reactions elsewhere.",
 )
 @click.option(
+    "--corpus",
+    type=click.Path(file_okay=False),
+    help="Start from the seeds of a corpus (a directory of seed files, as a run writes to "
+    "OUT/corpus/PROTOCOL): each is sent as it is, then mutated with the run's own seeds.",
+)
+@click.option(
     "--spark",
     "master",
     metavar="MASTER",
@@ -212,6 +221,7 @@ def _run(
     coverage_node: str | None,
     erlang_cookie_file: str | None,
     feedback: bool,
+    corpus: str | None,
     master: str | None,
     shards: int,
 ) -> int:
@@ -235,6 +245,13 @@ def _run(
             raise BadInput(why)
     if profile:
         find_profile(profile, protocol=protocol)  # a bad name or file: bad input, said now
+    if corpus is not None:
+        if master is not None:
+            raise BadInput("--corpus starts a plain run from seeds: a Spark campaign reads none")
+        try:  # a bad seed file: one line now, not a worker's failure later
+            Corpus.load(Path(corpus), strategy_family(protocol).blob)
+        except CorpusError as exc:
+            raise BadInput(f"--corpus: {exc}") from None
     if valid_share + traffic_share + state_share > 1:
         raise BadInput("--valid-share, --traffic-share and --state-share add up to more than 1")
     seed = seed if seed is not None else secrets.randbelow(2**32)
@@ -259,6 +276,7 @@ def _run(
         protocol=protocol,
         shrink=not no_shrink,
         feedback=feedback,
+        corpus=corpus,
     )
     if master is not None:
         from .spark import run_spark  # (pyspark loads only for a run on Spark)
@@ -270,6 +288,7 @@ def _run(
         return run_spark(
             master, run_id, fuzz, urls=urls, brokers=kinds or (() if urls else ("rabbitmq",)),
             shards=shards, out=out, profile=profile, allow_remote=allow_remote, console=console,
+            coverage=coverage,
         )  # fmt: skip
     programs = ProgramSettings(
         duration=duration / share,
@@ -308,7 +327,9 @@ def _run(
                 prefix=f"amqpfuzz-{run_id[:8]}-w{i}-",
                 profile=profile,
                 coverage=probes,
-                fuzz=replace(fuzz, seed=seed + i) if campaign_kind != "stateful" else None,
+                fuzz=replace(fuzz, seed=seed + i, corpus_part=(i, workers))
+                if campaign_kind != "stateful"
+                else None,
                 # a program may restart the run's own broker when no other worker uses it
                 programs=replace(programs, seed=seed + i, restarts=own is not None and workers == 1)
                 if campaign_kind != "fuzz"
@@ -390,6 +411,14 @@ class _Watch:
             progress.covered(event.target.label, event.sets())
         elif isinstance(event, CoverageReached):
             self.reached.append(event)
+        elif isinstance(event, CorpusSaved):
+            steering = event.steering
+            progress.note(
+                f"feedback ({steering['signal']}): {steering['seeds_kept']} seeds kept, "
+                f"{steering['mutants']} cases made of seeds, {steering['aimed']} aimed at the "
+                f"arms that reached most ({', '.join(steering['best_arms'][:3])}); corpus: "
+                f"{event.directory} ({event.seeds} seeds)"
+            )
         elif isinstance(event, FailureFound):
             progress.note(f"failure: {event.signature}")
         elif isinstance(event, BrokerDown):

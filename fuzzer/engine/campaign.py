@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import math
 import random
+import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -30,17 +31,19 @@ from hypothesis import seed as hypothesis_seed
 from hypothesis import strategies as st
 
 from amqpfuzz.spec import DEFAULT_PROTOCOL, OutcomeKind
-from amqpfuzz.strategies import Case, fuzz_batches, fuzz_cases
+from amqpfuzz.strategies import Case, Chooser, case_builder, family_for, fuzz_cases
 
 from ..brokers import BrokerError
 from ..coverage import Measure
 from ..protocols import ConnectionFailed, Outcome
 from ..records import reaction_of
 from . import signatures
+from .corpus import Corpus
 from .events import (
     BrokerDown,
     BrokerRestarted,
     CaseJudged,
+    CorpusSaved,
     CoverageReached,
     CoverageSampled,
     DivergenceFound,
@@ -54,6 +57,7 @@ from .events import (
     TargetSummary,
     new_record_id,
 )
+from .feedback import Feedback, Round
 from .replay import write_case, write_traffic
 from .runner import Result, Runner, Sent
 from .shrink import shrink
@@ -65,8 +69,22 @@ from .verdicts import diverges, judge_against
 __all__ = ["Campaign", "CampaignSettings", "Stats", "TargetRun"]
 
 
+SLOW = 1.0  # seconds: an operator whose cases take longer has them held back and sent together
+HELD = 48  # at most this many held (more are let go: drawn again another time)
+HOLD = 12  # batches between two sendings of the held ones
+
+
 class CampaignOver(BaseException):
     """The budget is spent: leaves Hypothesis at once (it is not an Exception to shrink)."""
+
+
+class CampaignBroke(BaseException):
+    """An error inside a batch: carried out of Hypothesis as it is (Hypothesis would run the
+    batch again to see it fail twice, and report the error as flaky)."""
+
+    def __init__(self, error: Exception) -> None:
+        super().__init__(str(error))
+        self.error = error
 
 
 @dataclass
@@ -96,6 +114,18 @@ class CampaignSettings:
     avoid: int = 8  # a case like one behind a known crash or hang runs once in this many
     coverage_every: float = 5.0  # seconds between two points of the broker's coverage
     feedback: bool = True  # steer by new coverage (or, unmeasured, new reactions)
+    corpus: str | None = None  # a corpus directory whose seeds the campaign starts from
+    # this worker's share of those seeds (its index, the workers): each is sent by one
+    corpus_part: tuple[int, int] = (0, 1)
+
+
+@dataclass(frozen=True)
+class Ran:
+    """What came of a batch on every target (by label) and, with feedback, the rounds of the
+    first measured target."""
+
+    results: dict[str, list[Result]]
+    rounds: tuple[Round, ...] = ()
 
 
 @dataclass
@@ -172,6 +202,13 @@ class Campaign:
         self._paced = config.batch
         self._dice = random.Random(config.seed)  # which avoided cases run all the same
         self._sampled = -math.inf  # when the last point of the coverage was emitted
+        self._measuring = threading.Lock()  # samples and points, from any thread
+        self._slow: dict[str, float] = {}  # seconds an operator's (a method's) cases take
+        self._held: list[Case] = []  # slow cases drawn, to go together
+        self._since = 0  # batches since the held ones went
+        self._releasing = False  # the batch being drawn sends them
+        self.feedback: Feedback | None = None  # made once the targets' frame-max is known
+        self._build: Chooser | None = None
         for run in targets:
             run.protocol = config.protocol
             if run.coverage is not None and run.measure is None:
@@ -199,6 +236,24 @@ class Campaign:
         self.emit(RunStarted(self.run_id, "fuzz", str(self.config.seed), views))
         self._sample()
         self._coverage(force=True)
+        self._build = case_builder(**self._case_options())
+        if self.config.feedback:
+            self.feedback = Feedback(self._build, family_for(self.config.protocol).blob)
+            self.feedback.load(self._seeds())
+
+    def _seeds(self) -> list[Any]:
+        """This worker's share of the seeds of ``corpus`` (CorpusError: one that is not)."""
+        if self.config.corpus is None:
+            return []
+        index, count = self.config.corpus_part
+        size = family_for(self.config.protocol).blob
+        seeds = Corpus.load(Path(self.config.corpus), size)
+        return seeds[index::count]
+
+    @property
+    def corpus_dir(self) -> Path:
+        """Where the campaign's seeds are kept: the output's ``corpus/<protocol>``."""
+        return self.out / "corpus" / self.config.protocol
 
     def _runner(self, run: TargetRun) -> Runner:
         return Runner(
@@ -240,32 +295,44 @@ class Campaign:
     # -- the campaign ----------------------------------------------------------------------
 
     def run(self) -> Stats:
-        """Fuzz until the budget is spent, then shrink what failed; the records are kept."""
+        """Fuzz until the budget is spent, then shrink what failed; the records are kept. A
+        point of the coverage goes every ``coverage_every`` seconds whatever the campaign is
+        doing (waiting for a broker to start again, pinning a crash on its case)."""
+        ticking = threading.Event()
+        ticker = threading.Thread(target=self._tick, args=(ticking,), daemon=True)
+        if any(run.measure is not None for run in self.targets):
+            ticker.start()
         try:
             self._generate()
             if self.config.shrink:
                 self._shrink_all()
         finally:
+            ticking.set()
+            if ticker.is_alive():
+                ticker.join()
             self.finish()
         return self.stats
+
+    def _tick(self, stopped: threading.Event) -> None:
+        while not stopped.wait(min(1.0, self.config.coverage_every)):
+            self._coverage()
 
     def _generate(self) -> None:
         """Batches one behind the other: while the runner sends one (in a thread of its own,
         which mostly waits on sockets), the one before it is judged and Hypothesis draws the
         next, so the broker is never idle while we think. A batch that brought the broker down
         is dealt with (restart, triage) before the next is sent."""
-        batch = self.config.batch
         count = 10**9  # the budget or max_examples ends it (paced batches are not all full)
-        batches = fuzz_batches(batch, **self._case_options())
-        sending: list[tuple[list[Case], Future[dict[str, list[Result]]]]] = []
+        sending: list[tuple[list[Case], Future[Ran]]] = []
         pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="amqpfuzz-batch")
 
-        def landed() -> tuple[list[Case], dict[str, list[Result]]] | None:
+        def landed() -> tuple[list[Case], Ran] | None:
             """The batch being sent, once sent, its crashes dealt with."""
             if not sending:
                 return None
             cases, future = sending.pop()
-            return cases, self._after_runs(future.result())
+            ran = future.result()
+            return cases, replace(ran, results=self._after_runs(ran.results))
 
         @hypothesis_seed(self.config.seed)
         @settings(
@@ -276,13 +343,19 @@ class Campaign:
             suppress_health_check=list(HealthCheck),
             report_multiple_bugs=False,
         )
-        @given(batches)
-        def campaign(drawn: list[Case]) -> None:
+        @given(st.randoms(use_true_random=True))
+        def campaign(rnd: random.Random) -> None:
+            try:
+                batch(rnd)
+            except Exception as exc:  # raised again below, as it is
+                raise CampaignBroke(exc) from exc
+
+        def batch(rnd: random.Random) -> None:
             if time.monotonic() > self._deadline or self.stats.broker_down:
                 raise CampaignOver
             before = landed()
             sent = len(before[0]) if before else 0
-            drawn = self._steer(drawn)[: min(self._batch, self._paced)]
+            drawn = self._draw(rnd)
             if self.config.max_examples:
                 drawn = drawn[: self.config.max_examples - self.stats.cases - sent]
             if drawn and not self.stats.broker_down:
@@ -298,13 +371,56 @@ class Campaign:
                 raise CampaignOver
 
         try:
-            with contextlib.suppress(CampaignOver):  # the budget is spent: the normal end
-                campaign()
+            try:
+                with contextlib.suppress(CampaignOver):  # the budget is spent: the normal end
+                    campaign()
+            except CampaignBroke as broke:
+                raise broke.error from None
             last = landed()
             if last is not None:
                 self._judge_batch(*last)
         finally:
             pool.shutdown(wait=True)
+
+    def _draw(self, rnd: random.Random) -> list[Case]:
+        """A batch: ``batch`` blobs from Hypothesis's generator (steered by what the campaign
+        reached: :mod:`.feedback`), read as cases as far as the pace and steering away from
+        known crashes let them go."""
+        assert self._build is not None
+        size = family_for(self.config.protocol).blob
+        blobs = [rnd.randbytes(size) for _ in range(self.config.batch)]
+        if self.feedback is not None:
+            blobs = self.feedback.steer(blobs, rnd)
+        wanted = min(self._batch, self._paced)
+        cases: list[Case] = []
+        for blob in blobs:
+            for case in self._steer([self._build(blob)]):
+                if self._slow.get(_key(case), 0.0) > SLOW:
+                    if len(self._held) < HELD:  # (past that many, drawn again later)
+                        self._held.append(case)
+                else:
+                    cases.append(case)
+            if len(cases) >= wanted:
+                break
+        self._since += 1
+        ending = bool(self.config.max_examples) or time.monotonic() > self._deadline - 5.0
+        self._releasing = bool(self._held) and (self._since >= HOLD or ending)
+        if self._releasing:
+            cases += self._held  # the slow ones together: their wait is paid once
+            self._held, self._since = [], 0
+        return cases
+
+    def _timed(self, results: list[Result]) -> None:
+        """How long the cases of each operator (or method) take on connections of their own:
+        those that take seconds (a broker that waits before it closes a connection whose login
+        failed) are held back and sent together every few batches, so that one slow case does
+        not hold up every batch it is in."""
+        driver = self.targets[0].driver
+        for result in results:
+            if not driver.needs_own_connection(result.case):
+                continue  # (a lane's case waits for its whole group: its time is theirs)
+            key = _key(result.case)  # (the slowest lately: one slow case in a few holds all)
+            self._slow[key] = max(result.duration_s, 0.95 * self._slow.get(key, 0.0))
 
     def _steer(self, cases: list[Case]) -> list[Case]:
         """Spend the budget elsewhere than on what is known to crash or hang the broker: a
@@ -326,19 +442,35 @@ class Campaign:
         """Run ``cases`` on every target and judge them; the events emitted for them (a
         :class:`~.events.CaseJudged` per case and target, then any divergences). A crash is
         recorded once, with how often it happened, when the campaign ends."""
-        return self._judge_batch(cases, self._after_runs(self._runs(cases)))
+        ran = self._runs(cases)
+        return self._judge_batch(cases, replace(ran, results=self._after_runs(ran.results)))
 
-    def _runs(self, cases: list[Case]) -> dict[str, list[Result]]:
-        """What came of ``cases`` on each target, with the traffic each runner sent."""
+    def _runs(self, cases: list[Case]) -> Ran:
+        """What came of ``cases`` on each target, with the traffic each runner sent; with
+        feedback, the broker's coverage sampled after each round on the first target whose
+        code is measured (the lines a round reached are its cases')."""
         runs: dict[str, list[Result]] = {}
+        rounds: list[Round] = []
         started = time.monotonic()
+        steered = next((r for r in self.targets if r.measure is not None), None)
         for run in self.targets:
             assert run.runner is not None
-            runs[run.label] = run.runner.run(cases)
-        self._sample()  # before the next batch goes: the lines this one reached are its own
+            if self.feedback is not None and run is steered:
+                measure = run.measure
+                assert measure is not None
+
+                def sampled(indices: list[int], measure: Measure = measure) -> None:
+                    rounds.append(Round(tuple(indices), self._take(measure)))
+
+                runs[run.label] = run.runner.run(cases, sampled)
+                run.gained = sum(r.lines or 0 for r in rounds)
+            else:
+                runs[run.label] = run.runner.run(cases)
+        self._sample(but=steered if rounds else None)  # the lines this batch reached: its own
         pace = len(cases) * self.config.batch_seconds / max(time.monotonic() - started, 1e-3)
-        self._paced = max(self._smallest_batch, min(self.config.batch, int(pace)))
-        return runs
+        if not self._releasing:  # (the held slow cases' wait says nothing of the pace)
+            self._paced = max(self._smallest_batch, min(self.config.batch, int(pace)))
+        return Ran(runs, tuple(rounds))
 
     def _after_runs(self, runs: dict[str, list[Result]]) -> dict[str, list[Result]]:
         """Each target's results once a crash among them is dealt with (:meth:`_after_batch`)."""
@@ -350,37 +482,65 @@ class Campaign:
             runs[run.label] = self._after_batch(run, results, tuple(run.runner.traffic))
         return runs
 
-    def _judge_batch(self, cases: list[Case], outcomes: dict[str, list[Result]]) -> list[Judged]:
+    def _judge_batch(self, cases: list[Case], ran: Ran) -> list[Judged]:
+        outcomes = ran.results
+        if self.targets:
+            self._timed(outcomes[self.targets[0].label])
         judged: list[Judged] = []
         for run in self.targets:
             crashes: set[str] = set()  # one crash per batch, whatever the cases it took down
             judged += [self._judge(run, result, crashes) for result in outcomes[run.label]]
         if len(self.targets) > 1:
             judged += self._compare(cases, outcomes)
+        if self.feedback is not None and self.targets:
+            self._learn(cases, ran)
         self.stats.cases += len(cases)
         self.emit(Progress(self.stats.cases, self.stats.failures, self.stats.xfails))
         self._coverage()
         return judged
 
+    def _learn(self, cases: list[Case], ran: Ran) -> None:
+        """Feedback from a batch: the first target's reactions (and the rounds' lines, where
+        measured); a case that crashed or hung any target is no seed."""
+        assert self.feedback is not None
+        first = ran.results[self.targets[0].label]
+        avoid = {
+            i
+            for results in ran.results.values()
+            for i, r in enumerate(results)
+            if r.failure is not None and r.failure.oracle in ("liveness", "hang")
+        }
+        outcomes = [r.outcome for r in first]
+        self.feedback.learn(cases, outcomes, ran.rounds, avoid, self.stats.elapsed)
+
     # -- the broker's coverage -------------------------------------------------------------
 
-    def _sample(self) -> None:
-        """Each measured target's new lines since the last sample (None: none taken)."""
+    def _sample(self, but: TargetRun | None = None) -> None:
+        """Each measured target's new lines since the last sample (None: none taken); ``but``
+        was sampled already, round by round."""
         for run in self.targets:
-            run.gained = run.measure.take() if run.measure is not None else None
+            if run is not but:
+                run.gained = self._take(run.measure) if run.measure is not None else None
+
+    def _take(self, measure: Measure) -> int | None:
+        with self._measuring:  # (the rounds' samples are taken in the sending thread)
+            return measure.take()
 
     def _coverage(self, force: bool = False) -> None:
         """A point of each measured target's coverage, every ``coverage_every`` seconds."""
-        now = time.monotonic()
-        if not force and now - self._sampled < self.config.coverage_every:
-            return
-        self._sampled = now
-        for run in self.targets:
-            if run.measure is not None:
-                how = run.measure.probe.plan.how
-                counts = run.measure.counts()
-                seed, elapsed = str(self.config.seed), self.stats.elapsed
-                self.emit(CoverageSampled(run.view(), seed, elapsed, how, counts))
+        with self._measuring:
+            now = time.monotonic()
+            if not force and now - self._sampled < self.config.coverage_every:
+                return
+            self._sampled = now
+            points = [
+                (run.view(), run.measure.probe.plan.how, run.measure.counts())
+                for run in self.targets
+                if run.measure is not None
+            ]
+        seed, elapsed = str(self.config.seed), self.stats.elapsed
+        for view, how, counts in points:
+            self.emit(CoverageSampled(view, seed, elapsed, how, counts))
 
     def _after_batch(
         self, run: TargetRun, results: list[Result], traffic: tuple[Sent, ...]
@@ -454,6 +614,7 @@ class Campaign:
         while run.broker is not None and (limit is None or run.restarts < limit):
             run.restarts += 1
             self.emit(BrokerDown(run.label, run.broker.log_tail(10), restarting=True))
+            self._coverage()  # (a point while it is down too: what was reached stands)
             try:
                 run.broker.recover()
             except BrokerError as exc:
@@ -470,6 +631,7 @@ class Campaign:
             except ConnectionFailed:
                 continue  # down again already (another worker's case): once more
             self.emit(BrokerRestarted(run.label))
+            self._coverage()
             return True
         self.stats.broker_down = f"{run.label} stopped accepting connections"
         return False
@@ -646,6 +808,8 @@ class Campaign:
                         {m: tuple(fs) for m, fs in measure.unreached().items()},
                     )
                 )
+        if self.feedback is not None and len(self.feedback.corpus):
+            self.emit(self._corpus_saved())
         for run in self.targets:
             if run.runner is not None:
                 run.runner.close()
@@ -656,6 +820,13 @@ class Campaign:
                 self.emit(replace(event, extra={**event.extra, "count": count, "found_s": found}))
             run.crashes.clear()
         self.emit(RunFinished(self.run_id, "fuzz", self.summaries()))
+
+    def _corpus_saved(self) -> CorpusSaved:
+        """The seeds kept, written to :attr:`corpus_dir`, and what steering did."""
+        assert self.feedback is not None
+        there = self.feedback.corpus.save(self.corpus_dir)
+        done = self.feedback.summary()
+        return CorpusSaved(str(self.corpus_dir), there, done)
 
     def summaries(self) -> tuple[TargetSummary, ...]:
         return tuple(

@@ -30,6 +30,7 @@ __all__ = [
     "BrokerDown",
     "BrokerRestarted",
     "CaseJudged",
+    "CorpusSaved",
     "CoverageReached",
     "CoverageSampled",
     "DivergenceFound",
@@ -265,6 +266,16 @@ class CoverageReached:
 
 
 @dataclass(frozen=True, slots=True)
+class CorpusSaved:
+    """The seeds a campaign kept for what they reached, written to ``directory`` (``seeds``
+    there now), and what its steering did (:meth:`~.feedback.Feedback.summary`)."""
+
+    directory: str
+    seeds: int
+    steering: Mapping[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
 class Progress:
     """Totals so far, after each batch or round."""
 
@@ -309,6 +320,7 @@ Event = (
     | BrokerRestarted
     | CoverageSampled
     | CoverageReached
+    | CorpusSaved
     | Progress
     | RunFinished
 )
