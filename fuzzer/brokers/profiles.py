@@ -98,7 +98,7 @@ class Profile:
     protocols: tuple[str, ...] = ()  # only these protocols of the family; () for all of them
     notice: str = ""  # what a run on such a broker says first (a protocol it does not speak)
     # what valid traffic can use of the broker beyond the specification (its [traffic] table)
-    traffic: Mapping[str, Any] = field(default_factory=dict)
+    traffic: Mapping[str, Any] = field(default_factory=dict, compare=False, hash=False)
 
     def deviation(
         self,
@@ -142,10 +142,10 @@ def load_profile(path: Path | str, extending: tuple[str, ...] = ()) -> Profile:
         deviations = tuple(_deviation(path, i, d) for i, d in enumerate(data.get("deviation", [])))
         family = str(data.get("family", "amqp091"))
         traffic: Mapping[str, Any] = _traffic(path, data.get("traffic", {}))
-        if "extends" in data:  # its own deviations first, then the base's; its traffic, or theirs
+        if "extends" in data:  # its own deviations first, then the base's; its traffic over theirs
             base = _base(path, str(data["extends"]), family, extending)
             deviations += base.deviations
-            traffic = traffic or base.traffic
+            traffic = {**base.traffic, **traffic}
         return Profile(
             name=path.stem,
             product=str(data["product"]),
@@ -182,7 +182,7 @@ def _traffic(path: Path, data: object) -> dict[str, Any]:
     for section, entries in data.items():
         known = (
             "fields", "arguments", "properties", "headers", "addresses", "awaits", "apart",
-            "requires", "variants", "extension", "excludes", "pseudo",
+            "requires", "variants", "extension", "excludes", "pseudo", "without",
         )  # fmt: skip
         if section not in known:
             raise ProfileError(f"{path}: traffic.{section} is not a section amqpfuzz reads")
@@ -190,7 +190,7 @@ def _traffic(path: Path, data: object) -> dict[str, Any]:
             if not isinstance(entries, bool):
                 raise ProfileError(f"{path}: traffic.extension is true or false")
             continue
-        if section in ("addresses", "awaits", "apart", "excludes"):
+        if section in ("addresses", "awaits", "apart", "excludes", "without"):
             if not isinstance(entries, list):
                 raise ProfileError(f"{path}: traffic.{section} is a list")
             continue

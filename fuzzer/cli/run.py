@@ -126,9 +126,8 @@ def _positive(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
 @click.option(
     "--traffic-share",
     type=click.FloatRange(0, 1),
-    default=0.3,
-    show_default=True,
-    help="Share of valid traffic in state: walks of methods that build on what they made.",
+    help="Share of valid traffic in state: walks of methods that build on what they made "
+    "[default: 0.3; with --operators, 0: the operators alone].",
 )
 @click.option(
     "--state-share",
@@ -210,7 +209,7 @@ def _run(
     profile: str | None,
     operators: str | None,
     valid_share: float,
-    traffic_share: float,
+    traffic_share: float | None,
     state_share: float,
     timeout: float,
     allow_remote: bool,
@@ -252,6 +251,8 @@ def _run(
             Corpus.load(Path(corpus), strategy_family(protocol).blob)
         except CorpusError as exc:
             raise BadInput(f"--corpus: {exc}") from None
+    if traffic_share is None:  # operators asked for by name: them, not valid traffic besides
+        traffic_share = 0.0 if operators else 0.3
     if valid_share + traffic_share + state_share > 1:
         raise BadInput("--valid-share, --traffic-share and --state-share add up to more than 1")
     seed = seed if seed is not None else secrets.randbelow(2**32)

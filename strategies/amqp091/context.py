@@ -64,13 +64,15 @@ class Context:
     def traffic_methods(self) -> tuple[Method, ...]:
         """What valid traffic sends: the channel methods, and those of the channel class that
         neither open nor close it (``flow``); where the broker speaks the protocol's
-        extension (its profile says so), the extension's own as well."""
+        extension (its profile says so), the extension's own as well; but those its profile
+        says it does not implement."""
         keeps = tuple(
             m
             for m in self.client_methods
             if m.class_name == "channel" and m.name not in ("open", "close") and m.responses
         )
-        return self.channel_methods + keeps + self.extension_methods
+        every = self.channel_methods + keeps + self.extension_methods
+        return tuple(m for m in every if self.traffic is None or self.traffic.implements(m))
 
     @cached_property
     def extended(self) -> Codec | None:

@@ -28,6 +28,7 @@ unsettled deliveries and transactions.
 
 from __future__ import annotations
 
+import fnmatch
 import functools
 import hashlib
 import random
@@ -77,6 +78,7 @@ class Traffic:
     extension: bool = False  # the broker speaks the protocol's extension (its methods too)
     excludes: tuple[tuple[str, str], ...] = ()  # methods one channel cannot take both of
     pseudo: tuple[Pseudo, ...] = ()  # queues the broker serves without a declaration
+    without: tuple[str, ...] = ()  # methods it does not implement (shell-style patterns)
 
     @classmethod
     def of(cls, data: Mapping[str, Any] | None) -> Traffic:
@@ -112,7 +114,12 @@ class Traffic:
                 )
                 for p in data.get("pseudo", ())
             ),
+            tuple(str(p) for p in data.get("without", ())),
         )
+
+    def implements(self, method: Method) -> bool:
+        """Whether the broker implements ``method`` (its profile names none it does not)."""
+        return not any(fnmatch.fnmatchcase(method.full_name, p) for p in self.without)
 
     def excluded(self, method: Method, sent: set[str]) -> bool:
         """Whether a channel that was sent ``sent`` cannot take ``method`` (a confirmed

@@ -73,6 +73,19 @@ class Codec:
     def __repr__(self) -> str:
         return f"<Codec AMQP {self.spec.protocol} {self.dialect}>"
 
+    def _encoder(self, method: Method) -> Encoder:
+        """The encoder of ``method``; of another model of the same wire format (0-9-1's beside
+        its extension's), this model's method of the same ids and fields."""
+        found = self._encoders.get(method)
+        if found is not None:
+            return found
+        known = self._decoders.get(method.key)
+        types = [f.type for f in method.fields]
+        if known is None or [f.type for f in known[0].fields] != types:
+            raise LocalProtocolError(f"{method.full_name}: not a method of {self.spec.protocol}")
+        self._encoders[method] = self._encoders[known[0]]
+        return self._encoders[method]
+
     # -- building frames -------------------------------------------------------------------
 
     def method(self, name: str | Method, channel: int = 0, **arguments: Any) -> MethodFrame:
@@ -116,7 +129,7 @@ class Codec:
     def encode(self, frame: Frame) -> bytes:
         """The bytes of one frame."""
         if isinstance(frame, MethodFrame):
-            return self._encoders[frame.method](frame.channel, frame.values)
+            return self._encoder(frame.method)(frame.channel, frame.values)
         if isinstance(frame, ContentHeader):
             return self._frame(self.frame_header, frame.channel, self._header_payload(frame))
         if isinstance(frame, ContentBody):
@@ -130,7 +143,7 @@ class Codec:
     def payload(self, frame: Frame) -> tuple[int, bytes]:
         """A frame's type and payload, whatever its channel field says (even a placeholder)."""
         if isinstance(frame, MethodFrame):
-            return self.frame_method, self._encoders[frame.method](0, frame.values)[7:-1]
+            return self.frame_method, self._encoder(frame.method)(0, frame.values)[7:-1]
         if isinstance(frame, ContentHeader):
             return self.frame_header, self._header_payload(frame)
         if isinstance(frame, ContentBody):

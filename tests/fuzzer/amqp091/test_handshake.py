@@ -14,18 +14,16 @@ from typing import Any
 import pytest
 
 from amqpfuzz.fuzzer.brokers import Broker, parse_target
-from amqpfuzz.fuzzer.engine.campaign import Campaign, CampaignSettings, Stats, TargetRun
-from amqpfuzz.fuzzer.engine.events import Emitter
+from amqpfuzz.fuzzer.engine.campaign import Stats
 from amqpfuzz.fuzzer.engine.runner import Runner
 from amqpfuzz.fuzzer.protocols import Outcome
 from amqpfuzz.fuzzer.protocols.amqp091.connection import Connection, HeaderAnswer
 from amqpfuzz.fuzzer.protocols.families import driver_for
-from amqpfuzz.fuzzer.recording import RecordHandler
-from amqpfuzz.fuzzer.records import RecordWriter, read_records
 from amqpfuzz.spec import OutcomeKind, RemoteProtocolError
 from amqpfuzz.spec.amqp091.codec import ProtocolHeader, codec_for
 from amqpfuzz.strategies import malformed_case_builder
 from amqpfuzz.strategies.amqp091.operators.handshake import OPERATORS, STAGES, Stage
+from tests.fuzzer.amqp091.test_campaigns import campaign
 
 NAMES = tuple(op.name for op in OPERATORS)
 CODEC = codec_for("0-9-1")
@@ -155,21 +153,10 @@ def test_a_spare_prepared_so_far_that_the_peer_closed_is_not_used() -> None:
 
 
 def _campaign(broker: Broker, out: Path, **options: Any) -> tuple[Stats, list[dict[str, Any]]]:
-    config = CampaignSettings(
-        **{
-            "duration": 60.0, "seed": 3, "timeout": 5.0, "shrink": False, "operators": NAMES,
-            "valid_share": 0.0, "traffic_share": 0.0, "state_share": 0.0, **options,
-        }
-    )  # fmt: skip
-    run = TargetRun(parse_target(broker.url), broker=broker)
-    records = RecordHandler(RecordWriter(out, "t"))
-    fuzz = Campaign(
-        [run], config, out=out, run_id="t", prefix=f"amqpfuzz-test-{out.name}-",
-        emit=Emitter(records),
-    )  # fmt: skip
-    fuzz.start()
-    stats = fuzz.run()
-    return stats, list(read_records(records.close()))
+    """The connection-stage operators alone (RabbitMQ waits 3 s before closing a failed login:
+    a timeout above that)."""
+    settings = {"seed": 3, "timeout": 5.0, "operators": NAMES, "valid_share": 0.0}
+    return campaign(broker, out, **{**settings, **options})
 
 
 @pytest.mark.slow
