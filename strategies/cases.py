@@ -70,8 +70,8 @@ class Placement(StrEnum):
     FRESH = "fresh"  # one opened for the case alone (1.0, 0-10: a channel with no session)
     CLOSED = "closed"  # a channel number that is not open
     NONE = "none"  # the case uses channel 0 or names its channels itself
-    START = "start"  # 1.0, 0-10: a connection of its own, right after the protocol headers
-    HEADER = "header"  # 1.0, 0-10: a new connection; the case sends the protocol header
+    START = "start"  # a connection of its own, right after the protocol headers
+    HEADER = "header"  # a new connection; the case sends the protocol header
 
 
 class Step(Protocol):

@@ -69,6 +69,9 @@ def ctl(broker: RabbitMQ, *args: str) -> str:
         (["--url", "amqp://127.0.0.1:1/", "--max-examples", "0"], "--max-examples must be"),
         (["--url", "amqp://127.0.0.1:1/", "--workers", "0"], "Invalid value for '--workers'"),
         (["--url", "amqp://127.0.0.1:1/", "--protocol", "0-10"], "cannot connect"),
+        (["--url", "amqp://127.0.0.1:1/", "--corpus", "/no/such/dir"], "no such corpus"),
+        (["--url", "amqp://127.0.0.1:1/", "--coverage-node", "x@y", "--no-coverage"], "contradict"),
+        (["--coverage-node", "x@y"], "give its --url"),
     ],
 )
 def test_bad_input_is_one_line_and_status_2(args: list[str], message: str, tmp_path: Path) -> None:
