@@ -568,7 +568,8 @@ class Walk:
             tag = self.pick(served)
             self.send(method, {"consumer-tag": tag})
             self.consumers.remove(tag)
-            self.replies = [p for p in self.replies if p.queue != self.owners.pop(tag)]
+            owner = self.owners.pop(tag)
+            self.replies = [p for p in self.replies if p.queue != owner]
             return
         tag = self.pick(self.consumers)
         if tag is None:

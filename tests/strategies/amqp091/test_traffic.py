@@ -11,10 +11,14 @@ from typing import Any
 import pytest
 
 from amqpfuzz.fuzzer.brokers.profiles import find_profile
+from amqpfuzz.fuzzer.engine.corpus import mutate, splice
 from amqpfuzz.spec.amqp091 import load
 from amqpfuzz.spec.amqp091.codec import Heartbeat, MethodFrame, codec_for
 from amqpfuzz.spec.amqp091.state import SequenceChecker
 from amqpfuzz.strategies import case_builder
+from amqpfuzz.strategies.amqp091.family import FAMILY
+from amqpfuzz.strategies.amqp091.traffic import Traffic, Walk
+from amqpfuzz.strategies.source import Source
 
 PREFIX = "tt-"
 CHANNEL = 5
@@ -143,3 +147,32 @@ def test_a_malformed_case_in_state_follows_a_walk_on_its_channel() -> None:
             "access-refused", "not-found", "precondition-failed", "resource-locked",
             "not-allowed", "command-invalid",
         }  # fmt: skip
+
+
+def test_no_blob_breaks_the_walk() -> None:
+    """Any blob reads as a case (the campaign's blobs, and what feedback makes of them): the
+    walk's model never loses track of what it made, whatever was drawn."""
+    build = case_builder(
+        protocol="0-9-1", valid_share=0.15, traffic_share=0.3, state_share=0.2, prefix=PREFIX,
+        traffic=rabbit(),
+    )  # fmt: skip
+    rnd = random.Random(11)
+    seeds = [rnd.randbytes(512) for _ in range(200)]
+    for _ in range(15000):
+        blob = rnd.choice(seeds)
+        blob = splice(blob, rnd.choice(seeds), rnd) if rnd.random() < 0.2 else mutate(blob, rnd)
+        assert build(blob).blob == blob
+        if rnd.random() < 0.05:
+            seeds.append(blob)
+
+
+def test_cancelling_one_of_two_consumers_of_a_pseudo_queue() -> None:
+    traffic = Traffic.of(rabbit())
+    ctx = FAMILY.context("0-9-1", prefix=PREFIX, traffic=rabbit())
+    (pseudo,) = traffic.pseudo
+    walk = Walk(ctx, Source(bytes(64)), traffic)
+    walk.consumers, walk.owners = ["a", "b"], {"a": pseudo.queue, "b": pseudo.queue}
+    walk.replies = [pseudo, pseudo]
+    walk.cancel(ctx.spec.method("basic.cancel"))
+    assert len(walk.consumers) == 1 and set(walk.owners) == set(walk.consumers)
+    assert walk.frames[-1].name == "basic.cancel"
