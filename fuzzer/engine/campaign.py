@@ -30,7 +30,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import seed as hypothesis_seed
 from hypothesis import strategies as st
 
-from amqpfuzz.spec import DEFAULT_PROTOCOL, OutcomeKind
+from amqpfuzz.spec import DEFAULT_PROTOCOL, AmqpfuzzError, OutcomeKind
 from amqpfuzz.strategies import Case, Chooser, case_builder, family_for, fuzz_cases
 
 from ..brokers import BrokerError
@@ -394,7 +394,7 @@ class Campaign:
         wanted = min(self._batch, self._paced)
         cases: list[Case] = []
         for blob in blobs:
-            for case in self._steer([self._build(blob)]):
+            for case in self._steer([self._read(blob)]):
                 if self._slow.get(_key(case), 0.0) > SLOW:
                     if len(self._held) < HELD:  # (past that many, drawn again later)
                         self._held.append(case)
@@ -409,6 +409,18 @@ class Campaign:
             cases += self._held  # the slow ones together: their wait is paid once
             self._held, self._since = [], 0
         return cases
+
+    def _read(self, blob: bytes) -> Case:
+        """The case ``blob`` reads as; a blob the strategies cannot read is a defect of
+        amqpfuzz's own, said with the blob that shows it."""
+        assert self._build is not None
+        try:
+            return self._build(blob)
+        except Exception as exc:
+            raise AmqpfuzzError(
+                f"amqpfuzz could not read a case from blob {blob.hex()} "
+                f"({type(exc).__name__}: {exc}); please report it"
+            ) from exc
 
     def _timed(self, results: list[Result]) -> None:
         """How long the cases of each operator (or method) take on connections of their own:
