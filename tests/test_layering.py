@@ -21,11 +21,13 @@ FUZZER = {
     "protocols": ("records", "engine", "recording", "cli", "plugin", "cluster"),
     "records": ("engine", "recording", "cli", "plugin", "cluster"),
     "engine": ("recording", "cli", "plugin", "cluster"),
+    "clients": ("recording", "cli", "plugin", "cluster"),
 }
 # imports inside functions, each loading something heavy only when it is needed
 LAZY = {
     ("fuzzer/cli/info.py", "mutations_command"): "Hypothesis, for `amqpfuzz mutations` only",
     ("fuzzer/cli/run.py", "_run"): "pyspark, for a run on Spark only",
+    ("fuzzer/cli/run.py", "run_command"): "the client campaigns' modules, for --client only",
     ("fuzzer/protocols/amqp091/family.py", "player"): "the scenario player's modules",
     ("fuzzer/protocols/amqp091/family.py", "programs"): "pika and Hypothesis's state machines",
     ("fuzzer/protocols/amqp10/family.py", "player"): "the scenario player's modules",

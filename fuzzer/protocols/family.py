@@ -147,14 +147,17 @@ class Reader(Protocol):
 
 class Serving(Protocol):
     """What a family gives when amqpfuzz plays its server to test a client library: the
-    methods the peer it plays sends (derived from the specification), and how it reads what a
-    client sends."""
+    methods the peer it plays sends (derived from the specification), how it reads what a
+    client sends, and the listening peer that plays a server script per connection."""
 
     def sends(self, protocol: str) -> tuple[str, ...]:
         """The methods (performatives, controls and commands) the server side sends."""
 
     def reader(self, protocol: str) -> Reader:
         """A reader of a client's bytes."""
+
+    def peer(self, protocol: str) -> Any:
+        """A peer listening on a free loopback port (its ``url``, ``accept``, ``play``)."""
 
 
 class DriverFamily(Protocol):

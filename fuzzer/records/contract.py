@@ -54,7 +54,7 @@ __all__ = [
 
 SCHEMA_VERSION = 2
 SCHEMA_VERSIONS = (1, 2)  # what readers accept
-RECORD_KINDS = ("fuzz", "stateful", "scenario", "differential")
+RECORD_KINDS = ("fuzz", "stateful", "scenario", "differential", "client")
 OUTCOMES = tuple(kind.value for kind in OutcomeKind)
 VERDICTS = ("pass", "fail", "error", "skip", "xfail", "xpass")
 TOOL_VERSION = version("amqpfuzz")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ..family import Programs, ScenarioPlayer, Serving
 from .driver import Amqp091Driver
+from .serving import SERVING
 
 __all__ = ["FAMILY", "Amqp091Family"]
 
@@ -13,7 +14,7 @@ class Amqp091Family:
     programs."""
 
     name = "amqp091"
-    serving: Serving | None = None
+    serving: Serving | None = SERVING
 
     def driver(self, protocol: str) -> Amqp091Driver:
         return Amqp091Driver(protocol)

@@ -1,0 +1,209 @@
+"""The oracles of a client campaign: what a client library must and must not do with a case.
+
+* ``crash``: the shim died (a signal, an uncaught exception, a panic);
+* ``hang``: the case did not end within the time allowed (the client neither closed nor
+  answered the server's close), or the shim said nothing of how it ended;
+* ``resource``: the shim's memory grew past the bound on one case;
+* ``reaction``: the client did not refuse what the specification says it must refuse, with
+  the close code it names (a hard error: ``connection.close`` with that code), or it refused
+  what was valid;
+* ``integrity``: its application was handed a message the server never validly sent (a body
+  or property that differs octet for octet, or one carried by the frames it should refuse);
+* ``client-frames``: what the client sent breaks the specification (a channel method on
+  channel zero, a channel not open, a frame above the frame-max agreed, a delivery tag it
+  never got, a malformed frame).
+
+Signatures are stable across runs: the oracle, the client, the operator, what was required
+and what was seen, with numbers taken out.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from amqpfuzz.spec import OutcomeKind
+from amqpfuzz.strategies.amqp091.serving import Script
+
+from ..protocols.amqp091.serving import Exchange
+from .process import Died
+
+__all__ = ["Judged", "judge", "observed_of"]
+
+_NUMBERS = re.compile(r"\d+")
+
+
+@dataclass(frozen=True)
+class Judged:
+    """A case's verdict: the failure (oracle, signature, message) if any, and what was seen."""
+
+    observed: dict[str, Any]
+    oracle: str | None = None
+    signature: str = ""
+    message: str = ""
+    events: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def failed(self) -> bool:
+        return self.oracle is not None
+
+
+def observed_of(ex: Exchange) -> dict[str, Any]:
+    """What the client did, in the record contract's words."""
+    if ex.client_close is not None:
+        code, text, class_id, method_id = ex.client_close
+        return {
+            "outcome": OutcomeKind.CONNECTION_CLOSE.value,
+            "scope": "connection",
+            "reply_code": code,
+            "text": text,
+            "class_id": class_id,
+            "method_id": method_id,
+        }
+    errors = [(ch, code) for ch, code in ex.channel_closes if code]
+    if errors:
+        return {
+            "outcome": OutcomeKind.CHANNEL_CLOSE.value,
+            "scope": "channel",
+            "reply_code": errors[0][1],
+        }
+    if ex.ended == "socket":
+        return {"outcome": OutcomeKind.SOCKET_CLOSE.value, "spoke": ex.spoke}
+    if ex.ended == "timeout":
+        return {"outcome": OutcomeKind.TIMEOUT.value}
+    return {"outcome": OutcomeKind.REPLY.value}
+
+
+def _words(observed: dict[str, Any]) -> str:
+    code = observed.get("reply_code")
+    return f"{observed['outcome']}/{code}" if code else str(observed["outcome"])
+
+
+def _expected_words(script: Script) -> str:
+    reaction = script.expected
+    codes = "|".join(str(c.value) for c in reaction.codes)
+    return f"{reaction.outcome.value}/{codes}" if codes else reaction.outcome.value
+
+
+def judge(
+    client: str,
+    script: Script,
+    ex: Exchange,
+    events: Sequence[dict[str, Any]],
+    final: bool,
+    died: Died | None,
+    grown: int,
+    bound: int,
+    close_code: int,
+) -> Judged:
+    """The verdict on one case (``grown``: the shim's memory growth in bytes over it)."""
+    observed = observed_of(ex)
+    observed["events"] = [e.get("event") for e in events]
+    library_error = next((e for e in events if e.get("event") == "error"), None)
+    if library_error is not None:
+        observed["library_error"] = {
+            "class": library_error.get("class"),
+            "code": library_error.get("code"),
+        }
+    where = script.label
+    expected = _expected_words(script)
+
+    def failed(oracle: str, seen: str, message: str) -> Judged:
+        signature = f"{oracle}:{client}:{where}:{expected}->{_NUMBERS.sub('N', seen)}"
+        return Judged(observed, oracle, signature, message, list(events))
+
+    if died is not None:
+        return failed("crash", died.cause, f"the shim died ({died.status}): {died.last}")
+    if grown > bound:
+        return failed("resource", "memory", f"the shim grew by {grown >> 20} MiB on one case")
+    if ex.ended == "timeout" or not final:
+        what = (
+            "no end within the time allowed"
+            if ex.ended == "timeout"
+            else "the shim never said how the case ended"
+        )
+        return failed("hang", ex.ended, f"{what} ({ex.sent[-1] if ex.sent else 'nothing sent'})")
+    bad = _integrity(ex, events)
+    if bad:
+        return failed("integrity", "delivered", bad)
+    if ex.violations:
+        first = ex.violations[0]
+        return failed("client-frames", first, "; ".join(ex.violations[:3]))
+    return _reaction(script, ex, observed, events, close_code, failed) or Judged(
+        observed, events=list(events)
+    )
+
+
+def _reaction(
+    script: Script,
+    ex: Exchange,
+    observed: dict[str, Any],
+    events: Sequence[dict[str, Any]],
+    close_code: int,
+    failed: Callable[[str, str, str], Judged],
+) -> Judged | None:
+    reaction = script.expected
+    seen = _words(observed)
+    if script.operator is None:
+        refused = observed["outcome"] in (
+            OutcomeKind.CONNECTION_CLOSE.value,
+            OutcomeKind.CHANNEL_CLOSE.value,
+        ) and observed.get("reply_code") not in (None, 200)
+        ended = next((e for e in events if e.get("event") in ("closed", "error")), {})
+        clean = ended.get("code") in (close_code, 200) or ended.get("by") in ("server", "client")
+        if refused or not clean:
+            detail = f"{ended.get('class') or ended.get('by') or ''} {ended.get('code') or ''} {ended.get('message') or ended.get('text') or ''}".strip()
+            return failed(
+                "reaction",
+                seen if refused else f"error {ended.get('class', '?')}",
+                f"the client refused a valid exchange: {detail}",
+            )
+        return None
+    if reaction.outcome is OutcomeKind.SOCKET_CLOSE:
+        if observed["outcome"] == OutcomeKind.SOCKET_CLOSE.value and not ex.spoke:
+            return None
+        return failed(
+            "reaction",
+            seen,
+            f"{ex.struck}: the client must close the socket without a word; it {_said(observed)}",
+        )
+    codes = {c.value for c in reaction.codes}
+    if observed["outcome"] == reaction.outcome.value and observed.get("reply_code") in codes:
+        return None
+    if reaction.or_reply and observed["outcome"] == OutcomeKind.REPLY.value:
+        return None
+    return failed(
+        "reaction",
+        seen,
+        f"{ex.struck}: the client must close the connection with {sorted(codes)}; it {_said(observed)}",
+    )
+
+
+def _said(observed: dict[str, Any]) -> str:
+    outcome = observed["outcome"]
+    if outcome == OutcomeKind.SOCKET_CLOSE.value:
+        return "closed the socket" + (
+            " after sending more" if observed.get("spoke") else " without a word"
+        )
+    if outcome == OutcomeKind.REPLY.value:
+        return "carried on as if nothing was wrong"
+    return f"answered {outcome} {observed.get('reply_code')}"
+
+
+def _integrity(ex: Exchange, events: Sequence[dict[str, Any]]) -> str:
+    valid = {m.body.hex(): m for m in ex.messages}
+    for event in events:
+        if event.get("event") != "message":
+            continue
+        body = str(event.get("body", ""))
+        sent = valid.get(body)
+        if sent is None:
+            return f"the application got a message the server never validly sent ({event.get('via')}, body {body[:64]}…)"
+        theirs = event.get("properties") or {}
+        ours = sent.properties
+        for name in ("content-type", "content-encoding", "message-id", "type", "app-id"):
+            if name in theirs and name in ours and str(theirs[name]) != str(ours[name]):
+                return f"property {name} delivered as {theirs[name]!r}, sent as {ours[name]!r}"
+    return ""

@@ -1,0 +1,163 @@
+"""A client shim as a process amqpfuzz runs: started, read, measured, restarted, ended.
+
+A shim is long-lived: it connects, does what its application does, reports it as JSON lines
+(see ``shims/README`` for the contract) and reconnects for the next case. This module reads
+those lines on a thread of its own (:meth:`ShimProcess.events`), keeps the tail of what the
+shim wrote on stderr (a crash's traceback or panic), measures its resident memory, and ends it
+with the process that started it: it runs in a process group of its own and, on Linux, dies
+with its parent (``PR_SET_PDEATHSIG``), so a killed campaign leaves no shim behind.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import json
+import os
+import queue
+import signal
+import subprocess
+import threading
+import time
+from collections import deque
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["Died", "ShimProcess"]
+
+FINAL = ("closed", "error")  # the events that end a case
+_PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent() -> None:  # pragma: no cover - runs in the child
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+@dataclass(frozen=True)
+class Died:
+    """How a shim ended: its exit status (negative: the signal) and what it said last."""
+
+    status: int
+    last: str
+
+    @property
+    def cause(self) -> str:
+        """A crash in a few stable words: the signal, or the exception or panic named."""
+        if self.status < 0:
+            with contextlib.suppress(ValueError):
+                return signal.Signals(-self.status).name
+            return f"signal {-self.status}"
+        return self.last.split(":", 1)[0].strip()[:80] or f"exit {self.status}"
+
+
+class ShimProcess:
+    """One running shim."""
+
+    def __init__(self, command: Sequence[str], env: dict[str, str] | None = None) -> None:
+        self.command = list(command)
+        self.env = env
+        self.started = 0
+        self._start()
+
+    def _start(self) -> None:
+        self.proc = subprocess.Popen(
+            self.command,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=self.env,
+            start_new_session=True,
+            preexec_fn=_die_with_parent,  # the child has no threads before it execs
+        )
+        self.started += 1
+        self.lines: queue.Queue[dict[str, Any] | None] = queue.Queue()
+        self.stderr: deque[str] = deque(maxlen=40)
+        assert self.proc.stdout is not None and self.proc.stderr is not None
+        threading.Thread(target=self._pump, args=(self.proc.stdout,), daemon=True).start()
+        threading.Thread(target=self._drain, args=(self.proc.stderr,), daemon=True).start()
+
+    def _pump(self, stream: Any) -> None:
+        for raw in stream:
+            line = raw.decode("utf-8", "replace").strip()
+            if not line:
+                continue
+            try:
+                event = json.loads(line)
+            except ValueError:
+                event = {"event": "noise", "text": line[:200]}
+            self.lines.put(
+                event if isinstance(event, dict) else {"event": "noise", "text": line[:200]}
+            )
+        self.lines.put(None)
+
+    def _drain(self, stream: Any) -> None:
+        for raw in stream:
+            self.stderr.append(raw.decode("utf-8", "replace").rstrip())
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def events(self, until: float) -> tuple[list[dict[str, Any]], bool]:
+        """The shim's events up to the end of its current case (a final event), or until the
+        monotonic time ``until``; and whether a final event came."""
+        out: list[dict[str, Any]] = []
+        while True:
+            left = until - time.monotonic()
+            try:
+                event = (
+                    self.lines.get(timeout=max(0.0, left)) if left > 0 else self.lines.get_nowait()
+                )
+            except queue.Empty:
+                return out, False
+            if event is None:
+                self.lines.put(None)  # the stream ended: say so to every later reader
+                return out, False
+            out.append(event)
+            if event.get("event") in FINAL:
+                return out, True
+
+    def died(self, wait: float = 0.0) -> Died | None:
+        """How the shim ended, if it has (waiting ``wait`` seconds for it)."""
+        try:
+            status = self.proc.wait(timeout=wait) if wait else self.proc.poll()
+        except subprocess.TimeoutExpired:
+            return None
+        if status is None:
+            return None
+        time.sleep(0.05)  # the stderr thread's last lines
+        last = next((line for line in reversed(self.stderr) if line.strip()), "")
+        return Died(status, last)
+
+    def rss(self) -> int:
+        """Resident memory of the shim's process group, in bytes (0 once it ended)."""
+        total = 0
+        for pid in _group(self.proc.pid):
+            with contextlib.suppress(OSError, ValueError), open(f"/proc/{pid}/status") as status:
+                for line in status:
+                    if line.startswith("VmRSS:"):
+                        total += int(line.split()[1]) * 1024
+        return total
+
+    def restart(self) -> None:
+        """Ends the shim and starts it again."""
+        self.stop()
+        self._start()
+
+    def stop(self) -> None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.proc.wait(timeout=5)
+
+
+def _group(pgid: int) -> list[int]:
+    pids = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            with contextlib.suppress(OSError):
+                if os.getpgid(int(entry)) == pgid:
+                    pids.append(int(entry))
+    return pids

@@ -1,0 +1,394 @@
+"""The serving peer: a listening 0-9-1 endpoint on a free loopback port that plays the broker.
+
+Each connection a client makes plays one :class:`~amqpfuzz.strategies.amqp091.serving.Script`
+(:meth:`Peer.play`): the handshake, then the broker in miniature (:mod:`.model`) answering the
+client's methods; once the client goes quiet, the script's own deliveries, the operator's
+strike where it has not struck yet, and at last ``connection.close`` with ``connection-forced``
+("the case is over"), which a client answers with ``close-ok``. What happened is an
+:class:`Exchange`: what was sent, what the client sent back and how the connection ended.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import time
+from dataclasses import dataclass, field
+
+from amqpfuzz.spec import AmqpfuzzError, RemoteProtocolError
+from amqpfuzz.spec.amqp091 import Spec
+from amqpfuzz.spec.amqp091.codec import (
+    Codec,
+    ContentHeader,
+    Frame,
+    MethodFrame,
+    ProtocolHeader,
+    codec_for,
+)
+from amqpfuzz.strategies.amqp091.serving import Delivery, Point, Script, Strike
+
+from .model import Message, Model, Sent
+
+__all__ = ["Exchange", "Peer", "ServingError"]
+
+QUIET = 0.1  # seconds without a word from the client: it waits for us
+SETTLE = 0.3  # after a strike: how long the client has to react before the case goes on
+CASE_OVER = "amqpfuzz: case over"
+
+
+class ServingError(AmqpfuzzError):
+    """The peer cannot listen or serve (one line)."""
+
+
+@dataclass
+class Exchange:
+    """One connection as it went: what the peer sent (labels), what the client sent back, the
+    messages sent validly, the strike, the client's close and how the connection ended
+    (``client-close``, ``socket``, ``server-close``: our close answered, ``timeout``)."""
+
+    header: bytes = b""
+    sent: list[str] = field(default_factory=list)
+    received: list[str] = field(default_factory=list)
+    messages: list[Message] = field(default_factory=list)
+    struck: str | None = None
+    spec_ref: str = ""
+    after_strike: list[str] = field(default_factory=list)
+    client_close: tuple[int, str, int, int] | None = None
+    channel_closes: list[tuple[int, int]] = field(default_factory=list)
+    violations: list[str] = field(default_factory=list)
+    malformed: str | None = None
+    ended: str = "timeout"
+    duration: float = 0.0
+
+    @property
+    def spoke(self) -> bool:
+        """Whether the client sent anything after the strike."""
+        return bool(self.after_strike)
+
+
+class Peer:
+    """Listens on a free loopback port; serves one connection at a time."""
+
+    def __init__(self, spec: Spec) -> None:
+        self.spec = spec
+        self.codec: Codec = codec_for(spec)
+        try:
+            self.sock = socket.create_server(("127.0.0.1", 0))
+        except OSError as exc:
+            raise ServingError(f"cannot listen on the loopback interface: {exc}") from None
+        self.port = self.sock.getsockname()[1]
+
+    @property
+    def url(self) -> str:
+        return f"amqp://guest:guest@127.0.0.1:{self.port}/"
+
+    def close(self) -> None:
+        self.sock.close()
+
+    def accept(self, timeout: float) -> socket.socket | None:
+        """The next connection, or None if none came within ``timeout`` seconds."""
+        self.sock.settimeout(timeout)
+        try:
+            conn, _ = self.sock.accept()
+        except TimeoutError:
+            return None
+        conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        return conn
+
+    def play(self, conn: socket.socket, script: Script, timeout: float) -> Exchange:
+        """Plays ``script`` on ``conn`` for at most ``timeout`` seconds, then closes it."""
+        started = time.monotonic()
+        play = _Play(self, conn, script, started + timeout)
+        try:
+            play.run()
+        finally:
+            with contextlib.suppress(OSError):
+                conn.close()
+        play.ex.duration = time.monotonic() - started
+        play.ex.violations = play.model.violations
+        return play.ex
+
+
+class _Play:
+    def __init__(self, peer: Peer, conn: socket.socket, script: Script, deadline: float) -> None:
+        self.peer, self.conn, self.script, self.deadline = peer, conn, script, deadline
+        self.codec = peer.codec
+        self.spec = peer.spec
+        self.model = Model(peer.spec, script)
+        self.ex = Exchange()
+        self.reader = self.codec.reader()
+        self.replies = 0
+        self.pending = script.operator is not None
+        self.closing = False
+        self.open = False
+        self.backlog: list[Frame] = []  # frames read past the method expected
+
+    # -- sending ----------------------------------------------------------------------------------
+
+    def _send(self, data: bytes, label: str) -> None:
+        self.ex.sent.append(label)
+        try:
+            self.conn.sendall(data)
+        except OSError:
+            self.ex.ended = "socket"
+            raise _Ended from None
+
+    def _frames(self, frames: list[Frame]) -> None:
+        for frame in frames:
+            self._send(self.codec.encode(frame), repr(frame))
+
+    def _strike(self, frames: tuple[Frame, ...], channel: int, *, settle: bool = True) -> None:
+        consumer = self.model.consumer()
+        strike = Strike(
+            self.spec,
+            self.codec,
+            self.model.frame_max,
+            frames,
+            channel,
+            frozenset(self.model.channels),
+            consumer[1] if consumer else "",
+            consumer[2] if consumer else "",
+        )
+        built = self.script.built(strike)
+        self.pending = False
+        self.ex.struck = built.note
+        self.ex.spec_ref = built.spec_ref
+        for step in built.steps:
+            self._send(step.render(channel), f"{step.label} [{self.script.label}]")
+        if settle:  # in the handshake, the next method expected reads what the client does
+            self._wait(SETTLE, settle=True)
+
+    def _sent(self, sent: Sent) -> None:
+        if sent.reply:
+            if (
+                self.pending
+                and self.script.point is Point.REPLY
+                and self.replies >= self.script.nth
+            ):
+                self.replies += 1
+                first = sent.frames[0]
+                self._strike(tuple(sent.frames), getattr(first, "channel", 0))
+                return
+            self.replies += 1
+        if sent.message is not None:
+            self.ex.messages.append(sent.message)
+        self._frames(sent.frames)
+
+    # -- receiving --------------------------------------------------------------------------------
+
+    def _read(self, wait: float) -> list[Frame] | None:
+        """Frames the client sent within ``wait`` seconds ([] if none; None once it closed)."""
+        if self.backlog:
+            frames, self.backlog = self.backlog, []
+            return frames
+        self.conn.settimeout(max(0.001, min(wait, self.deadline - time.monotonic())))
+        try:
+            data = self.conn.recv(65536)
+        except TimeoutError:
+            return []
+        except OSError:
+            data = b""
+        if not data:
+            self.ex.ended = "socket"
+            return None
+        if self.ex.struck is not None:
+            self.ex.after_strike.append(data[:64].hex())
+        if self.ex.malformed is not None:
+            return []
+        try:
+            frames = self.reader.feed(data)
+        except RemoteProtocolError as exc:
+            self.ex.malformed = f"{type(exc).__name__}: {exc}"
+            self.model.violations.append(f"malformed frame from the client: {exc}")
+            return []
+        for frame in frames:
+            self.ex.received.append(repr(frame))
+        return frames
+
+    def _wait(self, quiet: float, *, settle: bool = False) -> None:
+        """Handles what the client sends until it is quiet for ``quiet`` seconds."""
+        while time.monotonic() < self.deadline:
+            frames = self._read(quiet)
+            if frames is None:
+                raise _Ended
+            if not frames:
+                if settle or self.reader.pending == 0:
+                    return
+                continue
+            for frame in frames:
+                self._handle(frame)
+
+    def _expect(self, name: str) -> MethodFrame:
+        """The client's next method, which should be ``name``."""
+        while time.monotonic() < self.deadline:
+            frames = self._read(self.deadline - time.monotonic())
+            if frames is None:
+                raise _Ended
+            for at, frame in enumerate(frames):
+                if isinstance(frame, MethodFrame) and frame.name == "connection.close":
+                    self._handle(frame)
+                if isinstance(frame, MethodFrame) and frame.name == name:
+                    self.backlog = frames[at + 1 :]
+                    return frame
+                if not isinstance(frame, ProtocolHeader):
+                    self.model.violations.append(f"{frame!r} where {name} belongs")
+        raise _Ended
+
+    def _handle(self, frame: Frame) -> None:
+        if isinstance(frame, MethodFrame) and frame.name == "connection.close":
+            args = frame.arguments
+            self.ex.client_close = (
+                int(args.get("reply_code", 0)),
+                str(args.get("reply_text", "")),
+                int(args.get("class_id", 0)),
+                int(args.get("method_id", 0)),
+            )
+            with contextlib.suppress(_Ended):
+                self._frames([self.codec.method("connection.close-ok")])
+            self.ex.ended = "client-close"
+            raise _Ended
+        if isinstance(frame, MethodFrame) and frame.name == "connection.close-ok":
+            self.ex.ended = "server-close" if self.closing else "client-close"
+            raise _Ended
+        if self.closing:
+            return  # after our close, everything but close and close-ok is discarded
+        if isinstance(frame, MethodFrame) and frame.name == "channel.close":
+            self.ex.channel_closes.append(
+                (frame.channel, int(frame.arguments.get("reply_code", 0)))
+            )
+        for sent in self.model.receive(frame):
+            self._sent(sent)
+
+    # -- the connection ---------------------------------------------------------------------------
+
+    def run(self) -> None:
+        try:
+            self._handshake()
+            self._app()
+        except _Ended:
+            return
+
+    def _handshake(self) -> None:
+        header = self._header()
+        self.ex.header = header
+        start = self.script.start
+        if self.pending and self.script.point is Point.START:
+            self._strike((start,), 0, settle=False)
+        else:
+            self._frames([start])
+        self._expect("connection.start-ok")
+        tune = self.script.tune
+        if self.pending and self.script.point is Point.TUNE:
+            self._strike((tune,), 0, settle=False)
+        else:
+            self._frames([tune])
+        tune_ok = self._expect("connection.tune-ok")
+        self._tuned(tune_ok)
+        opened = self._expect("connection.open")
+        self.open = True
+        self._sent(Sent([self.codec.method("connection.open-ok")], reply=True))
+        del opened
+
+    def _header(self) -> bytes:
+        data = b""
+        while len(data) < 8 and time.monotonic() < self.deadline:
+            self.conn.settimeout(max(0.001, self.deadline - time.monotonic()))
+            try:
+                chunk = self.conn.recv(8 - len(data))
+            except TimeoutError:
+                break
+            if not chunk:
+                break
+            data += chunk
+        if len(data) < 8:
+            self.ex.ended = "socket" if time.monotonic() < self.deadline else "timeout"
+            raise _Ended
+        self.ex.received.append(f"protocol header {data!r}")
+        return data
+
+    def _tuned(self, tune_ok: MethodFrame) -> None:
+        ours, theirs = self.script.tune, tune_ok.arguments
+        frame_max, channel_max = int(ours["frame-max"]), int(ours["channel-max"])
+        asked_frames, asked_channels = (
+            int(theirs.get("frame_max", 0)),
+            int(theirs.get("channel_max", 0)),
+        )
+        if frame_max and (asked_frames == 0 or asked_frames > frame_max):
+            self.model.violations.append(
+                f"tune-ok frame-max {asked_frames} above the server's {frame_max}"
+            )
+        if channel_max and (asked_channels == 0 or asked_channels > channel_max):
+            self.model.violations.append(
+                f"tune-ok channel-max {asked_channels} above the server's {channel_max}"
+            )
+        self.model.frame_max = (
+            min(x for x in (frame_max, asked_frames) if x) if frame_max or asked_frames else 0
+        )
+        self.model.channel_max = (
+            min(x for x in (channel_max, asked_channels) if x)
+            if channel_max or asked_channels
+            else 0
+        )
+        self.reader.frame_max = self.model.frame_max or None
+
+    def _app(self) -> None:
+        self._wait(QUIET)
+        for delivery in self._deliveries():
+            self._wait(QUIET)
+            consumer = self.model.consumer()
+            if consumer is None:
+                break
+            number, tag, queue = consumer
+            sent = self.model.delivery(number, tag, queue, self._header_of(delivery), delivery.body)
+            if self.pending and self.script.point is Point.DELIVER:
+                self._strike(tuple(sent.frames), number)
+            else:
+                self._sent(sent)
+        if self.pending:
+            self._wait(QUIET)
+            self._strike(self._late(), self._channel())
+        self._wait(QUIET)
+        self.closing = True
+        close = self.codec.method(
+            "connection.close",
+            reply_code=self.spec.constant("connection-forced").value,
+            reply_text=CASE_OVER,
+        )
+        self._frames([close])
+        self._wait(self.deadline - time.monotonic())
+
+    def _deliveries(self) -> tuple[Delivery, ...]:
+        if self.script.point is Point.DELIVER and self.pending and not self.script.deliveries:
+            return (Delivery({}, b"amqpfuzz"),)
+        return self.script.deliveries
+
+    def _header_of(self, delivery: Delivery) -> ContentHeader:
+        basic = self.spec.amqp_class("basic").index
+        return ContentHeader(0, basic, len(delivery.body), dict(delivery.properties))
+
+    def _channel(self) -> int:
+        return min(self.model.channels, default=1)
+
+    def _late(self) -> tuple[Frame, ...]:
+        """What a strike that found no place of its own breaks: an answer the client asked
+        for once more (a reply), a delivery to nobody (a delivery) or nothing (after)."""
+        channel = self._channel()
+        if self.script.point is Point.DELIVER:
+            method = self.spec.method("basic.deliver")
+            known = {"delivery-tag": 1, "routing-key": "amqpfuzz"}
+            values = tuple(
+                known.get(f.name, False if f.type == "bit" else "") for f in method.fields
+            )
+            return (MethodFrame(channel, method, values), *self.codec.content(channel, b"amqpfuzz"))
+        if self.script.point is Point.REPLY:
+            return (
+                self.codec.method(
+                    "channel.open-ok" if self.model.channels else "connection.open-ok",
+                    channel if self.model.channels else 0,
+                ),
+            )
+        return ()
+
+
+class _Ended(Exception):
+    """The connection ended (the client closed it, or the time is up)."""

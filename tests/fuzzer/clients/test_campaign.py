@@ -1,0 +1,94 @@
+"""Client campaigns end to end: the serving peer against the real pika through its shim, and
+the oracles that watch a shim (crash, hang) against small misbehaving shims of our own."""
+
+from __future__ import annotations
+
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from amqpfuzz.fuzzer.clients.campaign import ClientSettings, ClientTarget, run_clients
+from amqpfuzz.fuzzer.records import read_records
+
+PIKA_SHIM = Path(__file__).parents[3] / "fuzzer" / "clients" / "shims" / "pika_shim.py"
+PIKA = ClientTarget("pika", (sys.executable, str(PIKA_SHIM), "{url}"), "pika", None, "Python")
+
+pytestmark = pytest.mark.slow
+
+
+def _records(out: Path) -> list[dict[str, object]]:
+    return [r for f in sorted(out.glob("records-*.jsonl")) for r in read_records(f)]
+
+
+def test_pika_takes_valid_scripts_and_every_case_is_a_record(tmp_path: Path) -> None:
+    settings = ClientSettings(max_cases=8, duration=60, seed=1, valid_share=1.0, out=tmp_path)
+    (outcome,) = run_clients([PIKA], settings)
+    assert outcome.cases == 8
+    assert not outcome.failures, outcome.messages
+    records = _records(tmp_path)
+    assert len(records) == 8
+    assert {r["kind"] for r in records} == {"client"}
+    assert {r["verdict"] for r in records} == {"pass"}
+    assert records[0]["target"]["label"] == "pika"  # type: ignore[index]
+
+
+def test_a_broken_frame_end_must_be_refused_with_frame_error(tmp_path: Path) -> None:
+    settings = ClientSettings(
+        max_cases=3, duration=60, seed=1, valid_share=0.0, operators=("frame-end",), out=tmp_path
+    )
+    (outcome,) = run_clients([PIKA], settings)
+    # pika drops the socket where the specification wants connection.close with frame-error
+    assert list(outcome.failures) == ["reaction:pika:frame-end:connection-close/501->socket-close"]
+    reproducer = outcome.reproducers["reaction:pika:frame-end:connection-close/501->socket-close"]
+    assert '"operator": "frame-end"' in reproducer.read_text()
+
+
+CRASHING = textwrap.dedent(
+    """
+    import socket, sys, json
+    host, port = sys.argv[1].rsplit("@", 1)[1].rstrip("/").split(":")
+    print(json.dumps({"event": "connecting", "case": 0}), flush=True)
+    s = socket.create_connection((host, int(port)))
+    s.sendall(b"AMQP\\x00\\x00\\x09\\x01")
+    s.recv(1)
+    raise KeyError("the parser fell over")
+    """
+)
+
+STALLING = textwrap.dedent(
+    """
+    import socket, sys, time
+    host, port = sys.argv[1].rsplit("@", 1)[1].rstrip("/").split(":")
+    s = socket.create_connection((host, int(port)))
+    s.sendall(b"AMQP\\x00\\x00\\x09\\x01")
+    time.sleep(3600)
+    """
+)
+
+
+def _shim(tmp_path: Path, name: str, source: str) -> ClientTarget:
+    path = tmp_path / f"{name}.py"
+    path.write_text(source)
+    return ClientTarget(name, (sys.executable, str(path)), name, "0", "Python")
+
+
+def test_a_shim_that_dies_is_a_crash_and_is_started_again(tmp_path: Path) -> None:
+    shim = _shim(tmp_path, "crashing", CRASHING)
+    settings = ClientSettings(
+        max_cases=2, duration=60, seed=1, valid_share=1.0, timeout=2.0, out=tmp_path / "out"
+    )
+    (outcome,) = run_clients([shim], settings)
+    assert outcome.cases == 2
+    assert outcome.restarts >= 2
+    assert list(outcome.failures) == ["crash:crashing:valid:reply->KeyError"]
+
+
+def test_a_shim_that_stops_answering_is_a_hang(tmp_path: Path) -> None:
+    shim = _shim(tmp_path, "stalling", STALLING)
+    settings = ClientSettings(
+        max_cases=1, duration=60, seed=1, valid_share=1.0, timeout=1.0, out=tmp_path / "out"
+    )
+    (outcome,) = run_clients([shim], settings)
+    assert [s.split(":")[0] for s in outcome.failures] == ["hang"]
