@@ -8,18 +8,22 @@ BIN := $(VENV)/bin
 # Debian packages the project needs: the brokers under test, a Java runtime (PySpark), Chromium
 # (the report's screenshot), openssl (the TLS broker's certificates), tshark (Wireshark's decoder
 # of captured AMQP frames, with text2pcap) and a C compiler with Python's headers (pip builds
-# python-qpid-proton from its source), and the Qpid Proton example broker (an AMQP 1.0 peer).
+# python-qpid-proton from its source), and the Qpid Proton example broker (an AMQP 1.0 peer);
+# the client libraries the client campaigns fuzz and what builds or runs their shims: rabbitmq-c,
+# Go with amqp091-go (GOPATH mode), PHP with php-amqplib, Ruby with Bunny (Node is the machine's).
 DEBS := rabbitmq-server garagemq openjdk-17-jre-headless chromium openssl tshark gcc python3-dev \
-  libqpid-proton11-dev-examples
+  libqpid-proton11-dev-examples librabbitmq-dev golang-go golang-github-rabbitmq-amqp091-go-dev \
+  php-cli php-amqplib ruby ruby-bunny
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 STAMP := $(VENV)/.installed
+CLIENTS := $(VENV)/.clients
 PACKAGES := spec strategies scenarios fuzzer reports
 
 .PHONY: check setup system-packages lint test examples fuzz
 
 check: setup lint test examples
 
-setup: system-packages $(STAMP)
+setup: system-packages $(STAMP) $(CLIENTS)
 
 system-packages:
 	@missing=""; \
@@ -37,6 +41,12 @@ $(STAMP): pyproject.toml
 	@[ -x $(BIN)/python ] || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q -e '.[dev]'
+	@touch $@
+
+# The client shims that need building (C, Go, Node), into the venv's share/amqpfuzz/clients;
+# `amqpfuzz client build` itself rebuilds only a shim whose sources changed.
+$(CLIENTS): $(STAMP) fuzzer/clients/clients.toml $(wildcard fuzzer/clients/shims/* fuzzer/clients/shims/*/*)
+	$(BIN)/amqpfuzz client build
 	@touch $@
 
 # mypy cannot follow the editable install's import hook, so it reads the packages through a

@@ -29,6 +29,7 @@ LAZY_COMMANDS = {
     "run": "amqpfuzz.fuzzer.cli.run:run_command",
     "replay": "amqpfuzz.fuzzer.cli.replay:replay_command",
     "broker": "amqpfuzz.fuzzer.cli.broker:broker_group",
+    "client": "amqpfuzz.fuzzer.cli.client:client_group",
     "scenarios": "amqpfuzz.fuzzer.cli.scenarios:scenarios_command",
     "report": "amqpfuzz.reports.cli:report_command",
 }

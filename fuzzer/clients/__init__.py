@@ -1,0 +1,1 @@
+"""Client campaigns: the shims that drive real client libraries, and their registry."""

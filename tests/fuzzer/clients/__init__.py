@@ -1,0 +1,1 @@
+"""The client shims, their registry and ``amqpfuzz client``."""
