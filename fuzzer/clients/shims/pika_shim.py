@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import logging
 import time
 from typing import Any
 
@@ -22,6 +23,24 @@ from shim_common import (  # type: ignore[import-not-found]
 )
 
 NAME = "pika"
+
+
+class Swallowed(logging.Handler):
+    """pika reports any exception its frame decoding raises as a StreamLostError (a socket's
+    end) and logs it: kept here, so that the shim dies of it instead (a crash)."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.ERROR)
+        self.error: BaseException | None = None
+
+    def emit(self, record: logging.LogRecord) -> None:
+        found = record.exc_info[1] if record.exc_info else None
+        decoding = str(record.msg).startswith("protocol.data_received() failed")
+        if decoding and not isinstance(found, OSError | pika.exceptions.AMQPError | None):
+            self.error = found
+
+
+SWALLOWED = Swallowed()
 
 
 def message(case: int, via: str, channel: int, method: Any, props: Any, body: bytes) -> None:
@@ -124,20 +143,25 @@ def run_case(opts: Options, case: int) -> None:
         session(opts, case, held)
         held[0].close()
         emit("closed", case, by="client", code=None, text=None)
-    except pika.exceptions.ConnectionClosedByBroker as exc:
-        emit("closed", case, by="server", code=exc.reply_code, text=text(exc.reply_text))
-    except pika.exceptions.StreamLostError as exc:
-        emit("closed", case, by="socket", code=None, text=text(exc))
     except pika.exceptions.AMQPError as exc:
-        code = getattr(exc, "reply_code", None)
-        emit("error", case, **{"class": error_class(exc)}, code=code, message=str(exc))
-        abort(held)
+        if SWALLOWED.error is not None:  # not pika's error: its decoding crashed
+            raise SWALLOWED.error from exc
+        if isinstance(exc, pika.exceptions.ConnectionClosedByBroker):
+            emit("closed", case, by="server", code=exc.reply_code, text=text(exc.reply_text))
+        elif isinstance(exc, pika.exceptions.StreamLostError):
+            emit("closed", case, by="socket", code=None, text=text(exc))
+        else:
+            code = getattr(exc, "reply_code", None)
+            emit("error", case, **{"class": error_class(exc)}, code=code, message=str(exc))
+            abort(held)
     except (OSError, EOFError) as exc:
         emit("closed", case, by="socket", code=None, text=text(exc))
         abort(held)
 
 
 def main() -> None:
+    logging.getLogger("pika.adapters.utils.io_services_utils").addHandler(SWALLOWED)
+    logging.getLogger("pika").addHandler(logging.NullHandler())  # quiet otherwise
     opts = options()
     case = 0
     while True:
