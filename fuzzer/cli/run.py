@@ -191,8 +191,29 @@ def _positive(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
     show_default=True,
     help="With --spark: shards (seeds) per --url and per --broker.",
 )
+@click.option(
+    "--client",
+    "clients",
+    multiple=True,
+    metavar="NAME",
+    help="Fuzz a client library instead: amqpfuzz plays a hostile broker to its bundled shim "
+    "(repeat: each case served to every client; see `amqpfuzz client list`).",
+)
+@click.option(
+    "--client-command",
+    "client_commands",
+    multiple=True,
+    metavar="CMD",
+    help="Fuzz any client: a shim command speaking the shims' JSON lines ('{url}' where the "
+    "URL goes, else appended).",
+)
 def run_command(**options: Any) -> None:
-    """Fuzz brokers: valid and malformed cases, judged by the specification."""
+    """Fuzz brokers (or, with --client, client libraries), judged by the specification."""
+    clients, commands = options.pop("clients"), options.pop("client_commands")
+    if clients or commands:
+        from .serve import serve_clients
+
+        sys.exit(serve_clients(clients, commands, options))
     sys.exit(_run(**options))
 
 

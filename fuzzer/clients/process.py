@@ -49,6 +49,8 @@ class Died:
             with contextlib.suppress(ValueError):
                 return signal.Signals(-self.status).name
             return f"signal {-self.status}"
+        if self.last.startswith("panic:"):
+            return self.last[:80]
         return self.last.split(":", 1)[0].strip()[:80] or f"exit {self.status}"
 
 
@@ -128,7 +130,11 @@ class ShimProcess:
         if status is None:
             return None
         time.sleep(0.05)  # the stderr thread's last lines
-        last = next((line for line in reversed(self.stderr) if line.strip()), "")
+        lines = [line for line in self.stderr if line.strip()]
+        # a Go panic says what it is first, its stack after; anything else says it last
+        last = next(
+            (line for line in lines if line.startswith("panic:")), lines[-1] if lines else ""
+        )
         return Died(status, last)
 
     def rss(self) -> int:

@@ -5,8 +5,8 @@ plays a script per connection (:mod:`.peer`), and the broker in miniature it ans
 from __future__ import annotations
 
 from amqpfuzz.spec.amqp091.codec import FrameReader, codec_for
-from amqpfuzz.spec.protocols import extension_of
 from amqpfuzz.spec.amqp091.loader import load
+from amqpfuzz.spec.protocols import extension_of
 
 from .model import Message, Model, Sent
 from .peer import Exchange, Peer, ServingError

@@ -1,0 +1,110 @@
+"""``amqpfuzz run --client NAME``: client campaigns, amqpfuzz playing a hostile broker.
+
+Each client named (a bundled shim by ``--client``, anyone's by ``--client-command``) gets the
+whole ``--duration``; the end is a table per client and its failure signatures, each with its
+replay command, and exit status 1 when something failed (2: bad input).
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from rich.table import Table
+
+from amqpfuzz.spec import family_of
+
+from ..clients import shims
+from ..clients.campaign import ClientSettings, ClientTarget, Outcome, run_clients
+from ..clients.judge import Judged
+from .console import BadInput, make_console
+
+__all__ = ["client_targets", "serve_clients"]
+
+
+def client_targets(names: tuple[str, ...], commands: tuple[str, ...]) -> list[ClientTarget]:
+    """The clients named, bundled or by command; BadInput for an unknown or unbuilt one."""
+    out = []
+    for name in names:
+        if name not in shims.SHIMS:
+            raise BadInput(
+                f"--client {name}: not a bundled client; they are {', '.join(shims.SHIMS)}"
+            )
+        shim = shims.SHIMS[name]
+        command = shims.command(name, "{url}")
+        out.append(
+            ClientTarget(name, tuple(command), shim.library, shims.version(name), shim.language)
+        )
+    out += [ClientTarget.of_command(text) for text in commands]
+    return out
+
+
+def serve_clients(
+    names: tuple[str, ...], commands: tuple[str, ...], options: dict[str, Any]
+) -> int:
+    protocol = options["protocol"]
+    if family_of(protocol) != "amqp091":
+        raise BadInput(
+            f"--client: client campaigns speak 0-8, 0-9 and 0-9-1 so far, not {protocol}"
+        )
+    if options["urls"] or options["kinds"]:
+        raise BadInput("--client plays the broker itself: give no --url or --broker")
+    clients = client_targets(names, commands)
+    operators = (
+        tuple(o.strip() for o in options["operators"].split(","))
+        if options.get("operators")
+        else None
+    )
+    settings = ClientSettings(
+        protocol=protocol,
+        duration=options["duration"],
+        max_cases=options.get("max_examples"),
+        seed=options["seed"] if options.get("seed") is not None else int(time.time()),
+        timeout=options["timeout"],
+        valid_share=options["valid_share"],
+        operators=operators,
+        out=Path(options["out"]),
+    )
+    console = make_console()
+    console.print(
+        f"amqpfuzz: client campaign, seed {settings.seed}, {settings.duration:g} s per client: {', '.join(c.name for c in clients)}"
+    )
+    seen: dict[str, int] = {}
+
+    def on_case(client: ClientTarget, judged: Judged) -> None:
+        if judged.failed and judged.signature not in seen:
+            seen[judged.signature] = 1
+            console.print(f"  [red]new failure[/] {judged.signature}")
+
+    outcomes = run_clients(clients, settings, on_case)
+    for table in summary(outcomes):
+        console.print(table)
+    return 1 if any(o.failures for o in outcomes) else 0
+
+
+def summary(outcomes: list[Outcome]) -> list[Table]:
+    """A row per client, then every failure signature with its replay command."""
+    rows = Table(title="amqpfuzz clients", title_justify="left")
+    for column in ("client", "version", "cases", "cases/s", "failures", "signatures", "restarts"):
+        rows.add_column(column, justify="left" if column in ("client", "version") else "right")
+    failures = Table(title="failures", title_justify="left")
+    failures.add_column("signature", overflow="fold")
+    failures.add_column("seen", justify="right")
+    failures.add_column("what", overflow="fold")
+    failures.add_column("replay", overflow="fold")
+    for o in outcomes:
+        rate = o.cases / o.elapsed if o.elapsed else 0.0
+        rows.add_row(
+            o.client.name,
+            o.client.version or "-",
+            str(o.cases),
+            f"{rate:.1f}",
+            str(sum(o.failures.values())),
+            str(len(o.failures)),
+            str(o.restarts),
+        )
+        for signature, count in o.failures.items():
+            replay = f"amqpfuzz replay {o.reproducers[signature]} --client {o.client.name}"
+            failures.add_row(signature, str(count), o.messages[signature][:200], replay)
+    return [rows, failures] if any(o.failures for o in outcomes) else [rows]
