@@ -13,10 +13,8 @@ from typing import Any
 
 from rich.table import Table
 
-from amqpfuzz.spec import family_of
-
 from ..clients import shims
-from ..clients.campaign import ClientSettings, ClientTarget, Outcome, run_clients
+from ..clients.campaign import ClientSettings, ClientTarget, Outcome, run_clients, serving_of
 from ..clients.judge import Judged
 from .console import BadInput, make_console
 
@@ -44,10 +42,7 @@ def serve_clients(
     names: tuple[str, ...], commands: tuple[str, ...], options: dict[str, Any]
 ) -> int:
     protocol = options["protocol"]
-    if family_of(protocol) != "amqp091":
-        raise BadInput(
-            f"--client: client campaigns speak 0-8, 0-9 and 0-9-1 so far, not {protocol}"
-        )
+    serving_of(protocol)  # one line, before any shim starts, where the family plays no server
     if options["urls"] or options["kinds"]:
         raise BadInput("--client plays the broker itself: give no --url or --broker")
     clients = client_targets(names, commands)
@@ -70,11 +65,11 @@ def serve_clients(
     console.print(
         f"amqpfuzz: client campaign, seed {settings.seed}, {settings.duration:g} s per client: {', '.join(c.name for c in clients)}"
     )
-    seen: dict[str, int] = {}
+    seen: set[str] = set()
 
     def on_case(client: ClientTarget, judged: Judged) -> None:
         if judged.failed and judged.signature not in seen:
-            seen[judged.signature] = 1
+            seen.add(judged.signature)
             console.print(f"  [red]new failure[/] {judged.signature}")
 
     outcomes = run_clients(clients, settings, on_case)

@@ -23,33 +23,26 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from amqpfuzz.spec import AmqpfuzzError
-from amqpfuzz.spec.protocols import extension_of
-from amqpfuzz.spec.registry import load
-from amqpfuzz.strategies.amqp091.serving import (
-    OPERATORS,
-    POINTS,
-    SCRIPT_BLOB,
-    Script,
-    script_builder,
-)
-from amqpfuzz.strategies.operator import selected
-
-from ..protocols.amqp091.serving import Exchange, Peer
 from ..protocols.families import family_for
+from ..protocols.family import ServerScript, Serving, ServingPeer
+from ..protocols.served import Exchange
 from ..records.contract import record, worker_name
 from ..records.writer import RecordWriter
 from .judge import Judged, judge
 from .process import ShimProcess
+from .shims import ClientError
 
-__all__ = ["ClientSettings", "ClientTarget", "Outcome", "play_one", "run_clients"]
+__all__ = [
+    "ClientSettings",
+    "ClientTarget",
+    "Outcome",
+    "play_one",
+    "run_clients",
+    "serving_of",
+]
 
 MEMORY_BOUND = 1 << 30  # a shim growing by more than this on one case is a resource failure
 CONNECT_GRACE = 15.0  # how long a (re)started shim may take to connect
-
-
-class ClientError(AmqpfuzzError):
-    """A client campaign that cannot start (one line)."""
 
 
 @dataclass(frozen=True)
@@ -111,40 +104,35 @@ class Outcome:
     elapsed: float = 0.0
 
 
-def _spec(protocol: str) -> Any:
-    return load(extension_of(protocol) or protocol)
-
-
-def _builder(settings: ClientSettings) -> tuple[Any, Callable[[bytes], Script]]:
-    spec = _spec(settings.protocol)
-    names = list(settings.operators) if settings.operators is not None else None
-    try:
-        chosen = selected(OPERATORS, names, settings.protocol)
-    except Exception as exc:  # InvalidArgument: an unknown operator's name
-        raise ClientError(str(exc)) from None
-    return spec, script_builder(spec, tuple(chosen), POINTS, settings.valid_share)
+def serving_of(protocol: str) -> Serving:
+    """The server side of ``protocol``'s family; one line where it plays none yet."""
+    serving = family_for(protocol).serving
+    if serving is None:
+        raise ClientError(f"AMQP {protocol}: amqpfuzz cannot play its server yet")
+    return serving
 
 
 def play_one(
-    peer: Peer, shim: ShimProcess, client: ClientTarget, script: Script, timeout: float
-) -> tuple[Judged, Any]:
+    peer: ServingPeer, shim: ShimProcess, client: ClientTarget, script: ServerScript, timeout: float
+) -> tuple[Judged, Exchange]:
     """Serves ``script`` to the shim's next connection and judges it; restarts a shim that
     died or hung."""
-    conn = peer.accept(CONNECT_GRACE if shim.started else timeout)
+    conn = peer.accept(CONNECT_GRACE)
     before = shim.rss()
     if conn is None:
         died = shim.died(wait=0.5)
         ex = Exchange(ended="timeout")
         ex.sent.append("(the shim never connected)")
-        judged = judge(client.name, script, ex, [], False, died, 0, MEMORY_BOUND, 320)
+        judged = judge(client.name, script, ex, [], False, died, 0, MEMORY_BOUND, peer.case_over)
         shim.restart()
         return judged, ex
     ex = peer.play(conn, script, timeout)
     events, final = shim.events(time.monotonic() + min(2.0, timeout))
     died = shim.died(wait=0.2) if not final else shim.died()
     grown = max(0, shim.rss() - before)
-    close_code = peer.spec.constant("connection-forced").value
-    judged = judge(client.name, script, ex, events, final, died, grown, MEMORY_BOUND, close_code)
+    judged = judge(
+        client.name, script, ex, events, final, died, grown, MEMORY_BOUND, peer.case_over
+    )
     if judged.oracle in ("crash", "hang", "resource") or died is not None:
         shim.restart()
     return judged, ex
@@ -164,10 +152,8 @@ def _campaign(
     settings: ClientSettings,
     on_case: Callable[[ClientTarget, Judged], None] | None,
 ) -> Outcome:
-    _, build = _builder(settings)
-    serving = family_for(settings.protocol).serving
-    if serving is None:
-        raise ClientError(f"AMQP {settings.protocol}: amqpfuzz cannot play its server yet")
+    serving = serving_of(settings.protocol)
+    size, build = serving.scripts(settings.protocol, settings.operators, settings.valid_share)
     peer = serving.peer(settings.protocol)
     outcome = Outcome(client)
     run_id = uuid.uuid4().hex[:12]
@@ -182,7 +168,7 @@ def _campaign(
             while time.monotonic() - started < settings.duration:
                 if settings.max_cases is not None and outcome.cases >= settings.max_cases:
                     break
-                blob = rnd.randbytes(SCRIPT_BLOB)
+                blob = rnd.randbytes(size)
                 script = build(blob)
                 t0 = time.monotonic()
                 judged, ex = play_one(peer, shim, client, script, settings.timeout)
@@ -233,7 +219,7 @@ def _campaign(
     return outcome
 
 
-def _expected(script: Script) -> dict[str, Any]:
+def _expected(script: ServerScript) -> dict[str, Any]:
     reaction = script.expected
     scope = reaction.outcome.scope
     return {
@@ -248,7 +234,7 @@ def _expected(script: Script) -> dict[str, Any]:
 
 
 def _reproduce(
-    out: Path, client: ClientTarget, settings: ClientSettings, script: Script, judged: Judged
+    out: Path, client: ClientTarget, settings: ClientSettings, script: ServerScript, judged: Judged
 ) -> Path:
     name = f"client-{uuid.uuid5(uuid.NAMESPACE_URL, judged.signature).hex[:12]}.json"
     path = out / "reproducers" / name

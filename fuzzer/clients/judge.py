@@ -25,9 +25,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from amqpfuzz.spec import OutcomeKind
-from amqpfuzz.strategies.amqp091.serving import Script
 
-from ..protocols.amqp091.serving import Exchange
+from ..protocols.family import ServerScript
+from ..protocols.served import Exchange
 from .process import Died
 
 __all__ = ["Judged", "judge", "observed_of"]
@@ -81,7 +81,7 @@ def _words(observed: dict[str, Any]) -> str:
     return f"{observed['outcome']}/{code}" if code else str(observed["outcome"])
 
 
-def _expected_words(script: Script) -> str:
+def _expected_words(script: ServerScript) -> str:
     reaction = script.expected
     codes = "|".join(str(c.value) for c in reaction.codes)
     return f"{reaction.outcome.value}/{codes}" if codes else reaction.outcome.value
@@ -89,14 +89,14 @@ def _expected_words(script: Script) -> str:
 
 def judge(
     client: str,
-    script: Script,
+    script: ServerScript,
     ex: Exchange,
     events: Sequence[dict[str, Any]],
     final: bool,
     died: Died | None,
     grown: int,
     bound: int,
-    close_code: int,
+    close_code: int | str,
 ) -> Judged:
     """The verdict on one case (``grown``: the shim's memory growth in bytes over it)."""
     observed = observed_of(ex)
@@ -137,11 +137,11 @@ def judge(
 
 
 def _reaction(
-    script: Script,
+    script: ServerScript,
     ex: Exchange,
     observed: dict[str, Any],
     events: Sequence[dict[str, Any]],
-    close_code: int,
+    close_code: int | str,
     failed: Callable[[str, str, str], Judged],
 ) -> Judged | None:
     reaction = script.expected

@@ -13,7 +13,8 @@ cannot do that yet.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import socket
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
@@ -22,11 +23,13 @@ from amqpfuzz.spec import AmqpfuzzError, OutcomeKind
 
 from .driver import Driver
 from .outcome import Outcome
+from .served import Exchange
 
 if TYPE_CHECKING:
     from hypothesis.stateful import RuleBasedStateMachine
 
     from amqpfuzz.scenarios import Scenario
+    from amqpfuzz.strategies import Operator, Reaction
 
     from ..brokers import Broker, Target
 
@@ -40,7 +43,9 @@ __all__ = [
     "Programs",
     "Reader",
     "ScenarioPlayer",
+    "ServerScript",
     "Serving",
+    "ServingPeer",
 ]
 
 
@@ -145,10 +150,45 @@ class Reader(Protocol):
     def feed(self, data: bytes) -> list[Any]: ...
 
 
+class ServerScript(Protocol):
+    """One connection as a family's serving peer plays it: the blob it was read from, the
+    operator that breaks it (None: a valid script) and the reaction required of the client."""
+
+    @property
+    def blob(self) -> bytes: ...
+
+    @property
+    def operator(self) -> Operator | None: ...
+
+    @property
+    def expected(self) -> Reaction: ...
+
+    @property
+    def label(self) -> str:
+        """The operator's name, or ``valid``."""
+
+
+class ServingPeer(Protocol):
+    """A peer listening on a free loopback port that plays one script per connection."""
+
+    @property
+    def url(self) -> str: ...
+
+    @property
+    def case_over(self) -> int | str:
+        """The code of the close that ends every case, as a client reports it."""
+
+    def accept(self, timeout: float) -> socket.socket | None: ...
+
+    def play(self, conn: socket.socket, script: Any, timeout: float) -> Exchange: ...
+
+    def close(self) -> None: ...
+
+
 class Serving(Protocol):
     """What a family gives when amqpfuzz plays its server to test a client library: the
     methods the peer it plays sends (derived from the specification), how it reads what a
-    client sends, and the listening peer that plays a server script per connection."""
+    client sends, the scripts it plays and the listening peer that plays them."""
 
     def sends(self, protocol: str) -> tuple[str, ...]:
         """The methods (performatives, controls and commands) the server side sends."""
@@ -156,8 +196,15 @@ class Serving(Protocol):
     def reader(self, protocol: str) -> Reader:
         """A reader of a client's bytes."""
 
-    def peer(self, protocol: str) -> Any:
-        """A peer listening on a free loopback port (its ``url``, ``accept``, ``play``)."""
+    def scripts(
+        self, protocol: str, operators: Sequence[str] | None, valid_share: float
+    ) -> tuple[int, Callable[[bytes], ServerScript]]:
+        """The size of a script's blob, and how a script is read from one: ``valid_share``
+        of them break nothing, the others one of ``operators`` (all by default); one line
+        (an :class:`~amqpfuzz.spec.AmqpfuzzError`) for a name that is none of them."""
+
+    def peer(self, protocol: str) -> ServingPeer:
+        """A peer listening on a free loopback port."""
 
 
 class DriverFamily(Protocol):

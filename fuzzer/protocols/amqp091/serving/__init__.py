@@ -4,14 +4,27 @@ plays a script per connection (:mod:`.peer`), and the broker in miniature it ans
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+
+from hypothesis.errors import InvalidArgument
+
+from amqpfuzz.spec.amqp091 import Spec
 from amqpfuzz.spec.amqp091.codec import FrameReader, codec_for
 from amqpfuzz.spec.amqp091.loader import load
 from amqpfuzz.spec.protocols import extension_of
+from amqpfuzz.strategies.amqp091.serving import (
+    OPERATORS,
+    POINTS,
+    SCRIPT_BLOB,
+    Script,
+    script_builder,
+)
+from amqpfuzz.strategies.operator import selected
 
-from .model import Message, Model, Sent
-from .peer import Exchange, Peer, ServingError
+from .model import Model, Sent
+from .peer import Peer, ServingError
 
-__all__ = ["SERVING", "Exchange", "Message", "Model", "Peer", "Sent", "ServingError"]
+__all__ = ["SERVING", "Model", "Peer", "Sent", "ServingError"]
 
 
 class Amqp091Serving:
@@ -19,14 +32,28 @@ class Amqp091Serving:
     protocol has RabbitMQ's extension, the peer speaks it (confirms, nacks)."""
 
     def sends(self, protocol: str) -> tuple[str, ...]:
-        spec = load(extension_of(protocol) or protocol)
-        return tuple(m.full_name for m in spec.methods if m.sent_by("server"))
+        return tuple(m.full_name for m in _spec(protocol).methods if m.sent_by("server"))
 
     def reader(self, protocol: str) -> FrameReader:
-        return codec_for(load(extension_of(protocol) or protocol)).reader()
+        return codec_for(_spec(protocol)).reader()
+
+    def scripts(
+        self, protocol: str, operators: Sequence[str] | None, valid_share: float
+    ) -> tuple[int, Callable[[bytes], Script]]:
+        try:
+            chosen = selected(OPERATORS, operators, protocol)
+        except InvalidArgument as exc:
+            raise ServingError(str(exc)) from None
+        return SCRIPT_BLOB, script_builder(_spec(protocol), tuple(chosen), POINTS, valid_share)
 
     def peer(self, protocol: str) -> Peer:
-        return Peer(load(extension_of(protocol) or protocol))
+        return Peer(_spec(protocol))
+
+
+def _spec(protocol: str) -> Spec:
+    """The model the peer speaks: the protocol's extension where it has one (RabbitMQ's:
+    confirms, nacks), which reads all the protocol does."""
+    return load(extension_of(protocol) or protocol)
 
 
 SERVING = Amqp091Serving()

@@ -30,19 +30,9 @@ from amqpfuzz.spec.amqp091.codec import (
 from amqpfuzz.strategies.amqp091.serving import Script, answer_values
 from amqpfuzz.strategies.source import Source
 
-__all__ = ["Message", "Model", "Sent"]
+from ...served import Message
 
-
-@dataclass(frozen=True)
-class Message:
-    """A message the peer sent validly: how (``deliver``, ``get``, ``return``), where, and
-    what it carried (properties by their spec names)."""
-
-    via: str
-    channel: int
-    delivery_tag: int | None
-    body: bytes
-    properties: dict[str, Any]
+__all__ = ["Model", "Sent"]
 
 
 @dataclass

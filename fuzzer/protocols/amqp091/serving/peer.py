@@ -13,7 +13,6 @@ from __future__ import annotations
 import contextlib
 import socket
 import time
-from dataclasses import dataclass, field
 
 from amqpfuzz.spec import AmqpfuzzError, RemoteProtocolError
 from amqpfuzz.spec.amqp091 import Spec
@@ -27,7 +26,8 @@ from amqpfuzz.spec.amqp091.codec import (
 )
 from amqpfuzz.strategies.amqp091.serving import Delivery, Point, Script, Strike
 
-from .model import Message, Model, Sent
+from ...served import Exchange
+from .model import Model, Sent
 
 __all__ = ["Exchange", "Peer", "ServingError"]
 
@@ -38,32 +38,6 @@ CASE_OVER = "amqpfuzz: case over"
 
 class ServingError(AmqpfuzzError):
     """The peer cannot listen or serve (one line)."""
-
-
-@dataclass
-class Exchange:
-    """One connection as it went: what the peer sent (labels), what the client sent back, the
-    messages sent validly, the strike, the client's close and how the connection ended
-    (``client-close``, ``socket``, ``server-close``: our close answered, ``timeout``)."""
-
-    header: bytes = b""
-    sent: list[str] = field(default_factory=list)
-    received: list[str] = field(default_factory=list)
-    messages: list[Message] = field(default_factory=list)
-    struck: str | None = None
-    spec_ref: str = ""
-    after_strike: list[str] = field(default_factory=list)
-    client_close: tuple[int, str, int, int] | None = None
-    channel_closes: list[tuple[int, int]] = field(default_factory=list)
-    violations: list[str] = field(default_factory=list)
-    malformed: str | None = None
-    ended: str = "timeout"
-    duration: float = 0.0
-
-    @property
-    def spoke(self) -> bool:
-        """Whether the client sent anything after the strike."""
-        return bool(self.after_strike)
 
 
 class Peer:
@@ -77,6 +51,8 @@ class Peer:
         except OSError as exc:
             raise ServingError(f"cannot listen on the loopback interface: {exc}") from None
         self.port = self.sock.getsockname()[1]
+        # the code of the close that ends every case ("an operator intervened")
+        self.case_over = int(spec.constant("connection-forced").value)
 
     @property
     def url(self) -> str:
@@ -120,7 +96,6 @@ class _Play:
         self.replies = 0
         self.pending = script.operator is not None
         self.closing = False
-        self.open = False
         self.backlog: list[Frame] = []  # frames read past the method expected
 
     # -- sending ----------------------------------------------------------------------------------
@@ -285,7 +260,6 @@ class _Play:
         tune_ok = self._expect("connection.tune-ok")
         self._tuned(tune_ok)
         opened = self._expect("connection.open")
-        self.open = True
         self._sent(Sent([self.codec.method("connection.open-ok")], reply=True))
         del opened
 
@@ -351,7 +325,7 @@ class _Play:
         self.closing = True
         close = self.codec.method(
             "connection.close",
-            reply_code=self.spec.constant("connection-forced").value,
+            reply_code=self.peer.case_over,
             reply_text=CASE_OVER,
         )
         self._frames([close])

@@ -1,0 +1,47 @@
+"""What a serving peer saw of one connection, whatever the protocol: the words a client
+campaign's oracles judge (:mod:`amqpfuzz.fuzzer.clients.judge`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["Exchange", "Message"]
+
+
+@dataclass(frozen=True)
+class Message:
+    """A message the peer sent validly: how (``deliver``, ``get``, ``return``), where, and
+    what it carried (properties by their spec names)."""
+
+    via: str
+    channel: int
+    delivery_tag: int | None
+    body: bytes
+    properties: dict[str, Any]
+
+
+@dataclass
+class Exchange:
+    """One connection as it went: what the peer sent (labels), what the client sent back, the
+    messages sent validly, the strike, the client's close and how the connection ended
+    (``client-close``, ``socket``, ``server-close``: our close answered, ``timeout``)."""
+
+    header: bytes = b""
+    sent: list[str] = field(default_factory=list)
+    received: list[str] = field(default_factory=list)
+    messages: list[Message] = field(default_factory=list)
+    struck: str | None = None
+    spec_ref: str = ""
+    after_strike: list[str] = field(default_factory=list)
+    client_close: tuple[int, str, int, int] | None = None
+    channel_closes: list[tuple[int, int]] = field(default_factory=list)
+    violations: list[str] = field(default_factory=list)
+    malformed: str | None = None
+    ended: str = "timeout"
+    duration: float = 0.0
+
+    @property
+    def spoke(self) -> bool:
+        """Whether the client sent anything after the strike."""
+        return bool(self.after_strike)
