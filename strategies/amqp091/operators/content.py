@@ -9,7 +9,7 @@ from ..context import CODES, Context
 from ..frames import body_size, content_builder
 from ..source import Source
 from ..wire import CASE_CHANNEL, WireFrame
-from .common import publish_frame
+from .common import other_class, publish_frame, spare_flags
 
 OPERATORS: list[Operator] = []
 operator = registrar(OPERATORS, CODES)
@@ -65,9 +65,7 @@ def header_class(src: Source, ctx: Context) -> Built:
     publish, frames = _content(src, ctx, plain=True)
     header = frames[0]
     assert isinstance(header, ContentHeader)
-    other = src.between(0, 0xFFFF)
-    if other == header.class_id:
-        other ^= 1
+    other = other_class(src, header.class_id)
     wire = ctx.wire(header)
     broken = wire._replace(payload=raw.short(other) + wire.payload[2:], note=f"with class {other}")
     steps = (ctx.wire(publish), broken, *_sequence(ctx, frames[1:]))
@@ -86,9 +84,7 @@ def property_flags(src: Source, ctx: Context) -> Built:
     publish, frames = _content(src, ctx, plain=True, most=0)  # no body: the header is all
     header = frames[0]
     assert isinstance(header, ContentHeader)
-    count = len(ctx.spec.amqp_class(publish.method.class_name).properties)
-    spare = [15 - i for i in range(count, 15)] or [0]
-    flags = sum(1 << b for i, b in enumerate(spare) if i == 0 or src.byte() & 1)
+    flags = spare_flags(src, len(ctx.spec.amqp_class(publish.method.class_name).properties))
     payload = raw.content_header(header.class_id, header.body_size, flags)
     label = (
         f"header(ch=N, class={header.class_id}, size={header.body_size}) with flags 0x{flags:04x}"

@@ -11,7 +11,15 @@ from ...operator import Built, Operator, registrar
 from ..context import CODES, Context
 from ..source import Source
 from ..wire import CASE_CHANNEL, WireFrame
-from .common import END, base_frame, bytes_except, not_end, publish_frame, with_setup
+from .common import (
+    base_frame,
+    bytes_except,
+    publish_frame,
+    with_end,
+    with_larger_size,
+    with_setup,
+    with_smaller_size,
+)
 
 OPERATORS: list[Operator] = []
 operator = registrar(OPERATORS, CODES)
@@ -26,8 +34,7 @@ operator = registrar(OPERATORS, CODES)
 )
 def frame_end(src: Source, ctx: Context) -> Built:
     frame, wire, tail = base_frame(src, ctx)
-    end = not_end(src)
-    broken = wire._replace(end=end, note=f"with frame-end 0x{end:02x}")
+    broken, end = with_end(src, wire)
     return Built(
         with_setup(ctx, frame, broken, *tail), frame.name, f"frame-end 0x{end:02x}", frames=(frame,)
     )
@@ -42,11 +49,7 @@ def frame_end(src: Source, ctx: Context) -> Built:
 )
 def size_larger(src: Source, ctx: Context) -> Built:
     frame, wire, tail = base_frame(src, ctx)
-    extra = src.between(1, 16)
-    # the broker reads ``extra`` bytes past the real end; the last is where it wants 0xCE
-    trailer = src.take(extra - 1) + bytes((not_end(src),))
-    size = len(wire.payload) + extra
-    broken = wire._replace(size=size, trailer=trailer, note=f"with size {size} (+{extra})")
+    broken, extra = with_larger_size(src, wire)
     return Built(
         with_setup(ctx, frame, broken, *tail),
         frame.name,
@@ -64,12 +67,7 @@ def size_larger(src: Source, ctx: Context) -> Built:
 )
 def size_smaller(src: Source, ctx: Context) -> Built:
     frame, wire, tail = base_frame(src, ctx)
-    payload = wire.payload
-    # where the short size puts the frame end, the payload must not happen to hold 0xCE
-    cuts = tuple(k for k in range(1, len(payload) + 1) if payload[len(payload) - k] != END)
-    cut = int(src.pick(cuts))
-    size = len(payload) - cut
-    broken = wire._replace(size=size, note=f"with size {size} (-{cut})")
+    broken, cut = with_smaller_size(src, wire)
     return Built(
         with_setup(ctx, frame, broken, *tail),
         frame.name,

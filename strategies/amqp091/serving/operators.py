@@ -18,6 +18,14 @@ from amqpfuzz.spec.amqp091.codec.tables import DIALECTS
 
 from ...operator import Built, Operator, Special, registrar
 from ..context import CODES
+from ..operators.common import (
+    bytes_except,
+    other_class,
+    spare_flags,
+    with_end,
+    with_larger_size,
+    with_smaller_size,
+)
 from ..source import Source
 from ..wire import WireFrame, wire_frame
 from .script import Point, Strike
@@ -27,7 +35,6 @@ __all__ = ["OPERATORS", "POINTS"]
 OPERATORS: list[Operator] = []
 POINTS: dict[str, Point] = {}
 _register = registrar(OPERATORS, CODES)
-END = raw.FRAME_END
 
 
 def server(
@@ -55,18 +62,14 @@ def _content(strike: Strike) -> tuple[MethodFrame, ContentHeader, tuple[ContentB
     return method, rest[0], tuple(f for f in rest[1:] if isinstance(f, ContentBody))
 
 
-def _not_end(src: Source) -> int:
-    return int(src.pick(tuple(b for b in range(256) if b != END)))
-
-
 def _closed_channel(strike: Strike, src: Source) -> int:
     free = [n for n in range(1, 64) if n not in strike.channels]
     return free[src.below(len(free))]
 
 
 def _unknown_type(strike: Strike, src: Source) -> bytes:
-    known = {ord(c) for c in DIALECTS[strike.codec.dialect]}
-    return bytes((src.pick(tuple(b for b in range(33, 127) if b not in known)),))
+    known = frozenset(ord(c) for c in DIALECTS[strike.codec.dialect])
+    return bytes((src.pick(bytes_except(known)),))
 
 
 def _start_with_table(strike: Strike, table: bytes, note: str) -> Built:
@@ -225,8 +228,7 @@ def tune_on_channel(src: Source, strike: Strike) -> Built:
 )
 def frame_end(src: Source, strike: Strike) -> Built:
     method, tail = _first(strike)
-    end = _not_end(src)
-    broken = _wire(strike, method)._replace(end=end, note=f"with frame-end 0x{end:02x}")
+    broken, end = with_end(src, _wire(strike, method))
     return Built((broken, *tail), method.name, f"frame-end 0x{end:02x}", frames=(method,))
 
 
@@ -240,10 +242,7 @@ def frame_end(src: Source, strike: Strike) -> Built:
 )
 def size_larger(src: Source, strike: Strike) -> Built:
     method, tail = _first(strike)
-    wire = _wire(strike, method)
-    extra = src.between(1, 16)
-    trailer = src.take(extra - 1) + bytes((_not_end(src),))
-    broken = wire._replace(size=len(wire.payload) + extra, trailer=trailer, note=f"size +{extra}")
+    broken, extra = with_larger_size(src, _wire(strike, method))
     return Built((broken, *tail), method.name, f"size field {extra} larger", frames=(method,))
 
 
@@ -257,11 +256,7 @@ def size_larger(src: Source, strike: Strike) -> Built:
 )
 def size_smaller(src: Source, strike: Strike) -> Built:
     method, tail = _first(strike)
-    wire = _wire(strike, method)
-    payload = wire.payload
-    cuts = tuple(k for k in range(1, len(payload) + 1) if payload[len(payload) - k] != END)
-    cut = int(src.pick(cuts))
-    broken = wire._replace(size=len(payload) - cut, note=f"size -{cut}")
+    broken, cut = with_smaller_size(src, _wire(strike, method))
     return Built((broken, *tail), method.name, f"size field {cut} smaller", frames=(method,))
 
 
@@ -277,7 +272,7 @@ def unknown_frame_type(src: Source, strike: Strike) -> Built:
     method, tail = _first(strike)
     codec = strike.codec
     known = {codec.frame_method, codec.frame_header, codec.frame_body, codec.frame_heartbeat}
-    kind = src.pick(tuple(t for t in range(256) if t not in known))
+    kind = int(src.pick(bytes_except(frozenset(known))))
     broken = _wire(strike, method)._replace(frame_type=kind, note=f"as frame type {kind}")
     return Built((broken, *tail), method.name, f"frame type {kind}", frames=(method,))
 
@@ -490,9 +485,7 @@ def header_alone(src: Source, strike: Strike) -> Built:
 )
 def header_class(src: Source, strike: Strike) -> Built:
     method, header, bodies = _content(strike)
-    other = src.between(0, 0xFFFF)
-    if other == header.class_id:
-        other ^= 1
+    other = other_class(src, header.class_id)
     wire = _wire(strike, header)
     broken = wire._replace(payload=raw.short(other) + wire.payload[2:], note=f"with class {other}")
     steps = (_wire(strike, method), broken, *(_wire(strike, b) for b in bodies))
@@ -559,9 +552,7 @@ def headers_table_type(src: Source, strike: Strike) -> Built:
 )
 def property_flags(src: Source, strike: Strike) -> Built:
     method, header, bodies = _content(strike)
-    count = len(strike.spec.amqp_class(method.method.class_name).properties)
-    spare = [15 - i for i in range(count, 15)] or [0]
-    flags = sum(1 << b for i, b in enumerate(spare) if i == 0 or src.byte() & 1)
+    flags = spare_flags(src, len(strike.spec.amqp_class(method.method.class_name).properties))
     payload = raw.content_header(header.class_id, header.body_size, flags)
     step = WireFrame(
         strike.codec.frame_header, header.channel, payload, note=f"flags 0x{flags:04x}"
