@@ -15,6 +15,7 @@ from shim_common import (  # type: ignore[import-not-found]
     PROPERTY_NAMES,
     QUEUE,
     Options,
+    cases,
     emit,
     error_class,
     options,
@@ -140,12 +141,8 @@ async def run_case(opts: Options, case: int) -> None:
 
 async def main() -> None:
     opts = options()
-    case = 0
-    while True:
+    for case in cases(opts):
         await run_case(opts, case)
-        if opts.once:
-            return
-        case += 1
 
 
 if __name__ == "__main__":

@@ -14,6 +14,7 @@ from shim_common import (  # type: ignore[import-not-found]
     CONNECT_TIMEOUT,
     QUEUE,
     Options,
+    cases,
     emit,
     error_class,
     options,
@@ -163,12 +164,8 @@ def main() -> None:
     logging.getLogger("pika.adapters.utils.io_services_utils").addHandler(SWALLOWED)
     logging.getLogger("pika").addHandler(logging.NullHandler())  # quiet otherwise
     opts = options()
-    case = 0
-    while True:
+    for case in cases(opts):
         run_case(opts, case)
-        if opts.once:
-            return
-        case += 1
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ from shim_common import (  # type: ignore[import-not-found]
     CONNECT_TIMEOUT,
     QUEUE,
     Options,
+    cases,
     emit,
     error_class,
     options,
@@ -128,12 +129,8 @@ def run_case(opts: Options, case: int) -> None:
 
 def main() -> None:
     opts = options()
-    case = 0
-    while True:
+    for case in cases(opts):
         run_case(opts, case)
-        if opts.once:
-            return
-        case += 1
 
 
 if __name__ == "__main__":

@@ -13,9 +13,11 @@ from __future__ import annotations
 import argparse
 import datetime
 import decimal
+import itertools
 import json
 import math
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote, urlsplit
@@ -75,6 +77,11 @@ def options(argv: list[str] | None = None) -> Options:
         once=args.once,
         linger=args.linger,
     )
+
+
+def cases(opts: Options) -> Iterator[int]:
+    """The cases a shim runs, one connection each: 0, 1, 2, ... (only 0 with ``--once``)."""
+    return iter((0,)) if opts.once else itertools.count()
 
 
 def emit(event: str, case: int, **fields: Any) -> None:
