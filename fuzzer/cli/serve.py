@@ -42,7 +42,8 @@ def serve_clients(
     names: tuple[str, ...], commands: tuple[str, ...], options: dict[str, Any]
 ) -> int:
     protocol = options["protocol"]
-    serving_of(protocol)  # one line, before any shim starts, where the family plays no server
+    # one line, before any shim starts: a family that plays no server, an operator it lacks
+    serving = serving_of(protocol)
     if options["urls"] or options["kinds"]:
         raise BadInput("--client plays the broker itself: give no --url or --broker")
     clients = client_targets(names, commands)
@@ -51,6 +52,7 @@ def serve_clients(
         if options.get("operators")
         else None
     )
+    serving.scripts(protocol, operators, options["valid_share"])
     settings = ClientSettings(
         protocol=protocol,
         duration=options["duration"],

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import random
 import shlex
+import socket
 import time
 import uuid
 from collections import Counter
@@ -117,10 +118,15 @@ def play_one(
 ) -> tuple[Judged, Exchange]:
     """Serves ``script`` to the shim's next connection and judges it; restarts a shim that
     died or hung."""
-    conn = peer.accept(CONNECT_GRACE)
+    conn = _accept(peer, shim)
     before = shim.rss()
     if conn is None:
         died = shim.died(wait=0.5)
+        if died is not None and not shim.connections:
+            raise ClientError(
+                f"the client {client.name} ends before it connects (status {died.status}): "
+                f"{died.last or 'it said nothing'}"
+            )
         ex = Exchange(ended="timeout")
         ex.sent.append("(the shim never connected)")
         judged = judge(client.name, script, ex, [], False, died, 0, MEMORY_BOUND, peer.case_over)
@@ -136,6 +142,19 @@ def play_one(
     if judged.oracle in ("crash", "hang", "resource") or died is not None:
         shim.restart()
     return judged, ex
+
+
+def _accept(peer: ServingPeer, shim: ShimProcess) -> socket.socket | None:
+    """The shim's next connection, waited for while the shim lives (``CONNECT_GRACE``)."""
+    deadline = time.monotonic() + CONNECT_GRACE
+    while time.monotonic() < deadline:
+        conn = peer.accept(0.25)
+        if conn is not None:
+            shim.connections += 1
+            return conn
+        if shim.died() is not None:
+            return None
+    return None
 
 
 def run_clients(

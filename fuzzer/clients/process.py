@@ -24,7 +24,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Died", "ShimProcess"]
+from amqpfuzz.spec import AmqpfuzzError
+
+__all__ = ["Died", "ShimError", "ShimProcess"]
 
 FINAL = ("closed", "error")  # the events that end a case
 _PR_SET_PDEATHSIG = 1
@@ -33,6 +35,10 @@ _PR_SET_PDEATHSIG = 1
 def _die_with_parent() -> None:  # pragma: no cover - runs in the child
     with contextlib.suppress(OSError, AttributeError):
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+class ShimError(AmqpfuzzError):
+    """A shim that cannot be run (one line)."""
 
 
 @dataclass(frozen=True)
@@ -64,15 +70,19 @@ class ShimProcess:
         self._start()
 
     def _start(self) -> None:
-        self.proc = subprocess.Popen(
-            self.command,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env=self.env,
-            start_new_session=True,
-            preexec_fn=_die_with_parent,  # the child has no threads before it execs
-        )
+        self.connections = 0  # since this start
+        try:
+            self.proc = subprocess.Popen(
+                self.command,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                env=self.env,
+                start_new_session=True,
+                preexec_fn=_die_with_parent,  # the child has no threads before it execs
+            )
+        except OSError as exc:
+            raise ShimError(f"cannot start the client {self.command[0]}: {exc.strerror}") from None
         self.started += 1
         self.lines: queue.Queue[dict[str, Any] | None] = queue.Queue()
         self.stderr: deque[str] = deque(maxlen=40)

@@ -3,8 +3,12 @@ the oracles that watch a shim (crash, hang) against small misbehaving shims of o
 
 from __future__ import annotations
 
+import os
+import shutil
+import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -13,6 +17,7 @@ from amqpfuzz.fuzzer.clients.campaign import ClientSettings, ClientTarget, run_c
 from amqpfuzz.fuzzer.records import read_records
 
 PIKA_SHIM = Path(__file__).parents[3] / "fuzzer" / "clients" / "shims" / "pika_shim.py"
+AMQPFUZZ = shutil.which("amqpfuzz", path=str(Path(sys.executable).parent)) or "amqpfuzz"
 PIKA = ClientTarget("pika", (sys.executable, str(PIKA_SHIM), "{url}"), "pika", None, "Python")
 
 pytestmark = pytest.mark.slow
@@ -92,3 +97,70 @@ def test_a_shim_that_stops_answering_is_a_hang(tmp_path: Path) -> None:
     )
     (outcome,) = run_clients([shim], settings)
     assert [s.split(":")[0] for s in outcome.failures] == ["hang"]
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["--client", "nosuch"], "--client nosuch: not a bundled client"),
+        (["--client", "pika", "--url", "amqp://localhost:1"], "--client plays the broker itself"),
+        (["--client-command", ""], "--client-command is empty"),
+        (["--client", "pika", "--operators", "bogus"], "operators=['bogus']"),
+        (["--client", "pika", "--protocol", "1.0"], "AMQP 1.0: amqpfuzz cannot play its server"),
+        (["--client-command", "/nonexistent/shim {url}"], "cannot start the client /nonexistent"),
+        (["--client-command", "/bin/true"], "the client true ends before it connects (status 0)"),
+    ],
+)
+def test_bad_input_is_one_line_and_status_2(tmp_path: Path, args: list[str], says: str) -> None:
+    run = subprocess.run(
+        [AMQPFUZZ, "run", *args, "--duration", "5", "--out", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert run.returncode == 2, run.stderr
+    (line,) = run.stderr.strip().splitlines()
+    assert line.startswith("amqpfuzz: error: ") and says in line
+
+
+SLEEPING = textwrap.dedent(
+    """
+    import os, sys, time
+    open(sys.argv[2], "w").write(str(os.getpid()))
+    time.sleep(3600)
+    """
+)
+
+
+def test_a_shim_ends_with_the_campaign_that_started_it_even_killed(tmp_path: Path) -> None:
+    shim, pidfile = tmp_path / "sleeping.py", tmp_path / "pid"
+    shim.write_text(SLEEPING)
+    command = f"{sys.executable} {shim} {{url}} {pidfile}"
+    run = subprocess.Popen(
+        [AMQPFUZZ, "run", "--client-command", command, "--duration", "60", "--out", str(tmp_path)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while not pidfile.exists() or not pidfile.read_text():
+            assert time.monotonic() < deadline and run.poll() is None
+            time.sleep(0.1)
+        pid = int(pidfile.read_text())
+        os.kill(pid, 0)  # the shim is running
+    finally:
+        run.kill()  # SIGKILL: no cleanup of its own
+        run.wait()
+    deadline = time.monotonic() + 10
+    while _alive(pid):
+        assert time.monotonic() < deadline, f"shim {pid} outlived its campaign"
+        time.sleep(0.1)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    with open(f"/proc/{pid}/stat") as stat:  # a zombie has ended
+        return stat.read().split(") ", 1)[1][0] != "Z"
