@@ -1,24 +1,30 @@
-"""``amqpfuzz replay``: run a reproducer again, a fuzz case's bytes or a stateful program's steps.
+"""``amqpfuzz replay``: run a reproducer again, a fuzz case's bytes or a stateful program's steps
+against a broker, or a client campaign's server script to a client library's shim.
 
-Exit status 1 while the failure still happens (or another one does), 0 once the broker does
-what the specification requires, 2 for a file that is not a reproducer or a broker that cannot
-be reached.
+Exit status 1 while the failure still happens (or another one does), 0 once the broker (or the
+client) does what the specification requires, 2 for a file that is not a reproducer, a broker
+that cannot be reached or a client that cannot be run.
 """
 
 from __future__ import annotations
 
 import contextlib
+import shlex
 import sys
+from typing import Any
 
 import click
 
 from amqpfuzz.spec import DEFAULT_PROTOCOL
 
 from ..brokers import BROKERS, parse_target, throwaway
+from ..clients.campaign import replay_client
+from ..clients.shims import SHIMS
 from ..engine.replay import replay
-from ..records import load_reproducer
+from ..records import describe, load_reproducer
 from .console import BadInput
 from .run import preflight
+from .serve import client_targets
 
 __all__ = ["replay_command"]
 
@@ -35,11 +41,29 @@ __all__ = ["replay_command"]
 )
 @click.option("--allow-remote", is_flag=True)
 @click.option("--timeout", type=float, default=5.0, show_default=True)
+@click.option(
+    "--client",
+    metavar="NAME",
+    help="A client reproducer: serve it to this bundled client (default: the one it failed).",
+)
+@click.option("--client-command", metavar="CMD", help="A client reproducer: serve it to this shim.")
 def replay_command(
-    path: str, url: str | None, kind: str | None, allow_remote: bool, timeout: float
+    path: str,
+    url: str | None,
+    kind: str | None,
+    allow_remote: bool,
+    timeout: float,
+    client: str | None,
+    client_command: str | None,
 ) -> None:
     """Replay a reproducer: exit 1 if the failure still happens, 0 if it does not."""
     data = load_reproducer(path)
+    if data["kind"] == "client":
+        if url is not None or kind is not None:
+            raise BadInput(f"{path}: a client reproducer is served to a client, not a broker")
+        sys.exit(_replay_client(data, client, client_command, timeout))
+    if client is not None or client_command is not None:
+        raise BadInput(f"{path}: not a client reproducer; --client replays those")
     if url is not None and kind is not None:
         raise BadInput("give --url or --broker, not both")
     with contextlib.ExitStack() as stack:
@@ -65,3 +89,25 @@ def replay_command(
         sys.exit(1)
     click.echo("fixed: the broker now reacts as the specification requires")
     sys.exit(0)
+
+
+def _replay_client(
+    data: dict[str, Any], name: str | None, command: str | None, timeout: float
+) -> int:
+    if name is not None and command is not None:
+        raise BadInput("give --client or --client-command, not both")
+    if command is None and name is None and data["client"] not in SHIMS:
+        command = shlex.join(data.get("command") or [])  # anyone's shim, as the campaign ran it
+    names = (name or data["client"],) if command is None else ()
+    (client,) = client_targets(names, (command,) if command is not None else ())
+    judged = replay_client(data, client, timeout)
+    click.echo(f"expected: {data.get('expected', {}).get('text', '?')}")
+    click.echo(f"observed: {describe(judged.observed)}")
+    if judged.failed and judged.signature == data.get("signature"):
+        click.echo(f"still failing: {judged.signature}")
+        return 1
+    if judged.failed:
+        click.echo(f"a different failure now: {judged.signature}")
+        return 1
+    click.echo(f"fixed: {client.name} now reacts as the specification requires")
+    return 0

@@ -12,14 +12,13 @@ serves again.
 
 from __future__ import annotations
 
-import json
 import random
 import shlex
 import socket
 import time
 import uuid
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,6 +27,7 @@ from ..protocols.families import family_for
 from ..protocols.family import ServerScript, Serving, ServingPeer
 from ..protocols.served import Exchange
 from ..records.contract import record, worker_name
+from ..records.reproducers import write_reproducer
 from ..records.writer import RecordWriter
 from .judge import Judged, judge
 from .process import ShimProcess
@@ -38,6 +38,7 @@ __all__ = [
     "ClientTarget",
     "Outcome",
     "play_one",
+    "replay_client",
     "run_clients",
     "serving_of",
 ]
@@ -255,8 +256,7 @@ def _expected(script: ServerScript) -> dict[str, Any]:
 def _reproduce(
     out: Path, client: ClientTarget, settings: ClientSettings, script: ServerScript, judged: Judged
 ) -> Path:
-    name = f"client-{uuid.uuid5(uuid.NAMESPACE_URL, judged.signature).hex[:12]}.json"
-    path = out / "reproducers" / name
+    name = f"client-{uuid.uuid5(uuid.NAMESPACE_URL, judged.signature).hex[:12]}"
     body = {
         "kind": "client",
         "protocol": settings.protocol,
@@ -270,6 +270,23 @@ def _reproduce(
         "valid_share": settings.valid_share,
         "blob": script.blob.hex(),
         "timeout": settings.timeout,
+        "expected": _expected(script),
+        "observed": judged.observed,
     }
-    path.write_text(json.dumps(body, indent=2) + "\n")
-    return path
+    return write_reproducer(out / "reproducers", name, body)
+
+
+def replay_client(data: Mapping[str, Any], client: ClientTarget, timeout: float) -> Judged:
+    """A client reproducer's script served once more to ``client``'s shim, and judged."""
+    protocol = str(data["protocol"])
+    serving = serving_of(protocol)
+    _, build = serving.scripts(protocol, data.get("operators"), float(data["valid_share"]))
+    script = build(bytes.fromhex(str(data["blob"])))
+    peer = serving.peer(protocol)
+    shim = ShimProcess(client.argv(peer.url))
+    try:
+        judged, _ = play_one(peer, shim, client, script, timeout)
+    finally:
+        shim.stop()
+        peer.close()
+    return judged

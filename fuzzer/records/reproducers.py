@@ -1,15 +1,17 @@
 """Reproducer files: one JSON file per failure, enough to replay it against any broker.
 
-Three kinds (``kind``): a fuzz ``case`` (the exact bytes sent, in hex, and each step's label
+Four kinds (``kind``): a fuzz ``case`` (the exact bytes sent, in hex, and each step's label
 and size, what the case needed before it ran, the reaction the specification requires, what the broker did, the
 seed and the blob Hypothesis drew), the ``traffic`` of a crash that needs several cases (every
-byte on every connection, in the order it went out) and a stateful ``program`` (its steps, the
-invariant it broke). Files are written atomically (a ``.part`` file renamed into place), and credentials
+byte on every connection, in the order it went out), a stateful ``program`` (its steps, the
+invariant it broke) and a ``client`` campaign's server script (the blob it is read from, the
+operators and valid share that read it, the client it failed). Files are written atomically (a ``.part`` file renamed into place), and credentials
 never go in: the target is its safe URL. Bytes are hex up to ``INLINE`` octets; more (a frame
 past frame-max, mostly one octet repeated) are kept zlib-compressed in base64 (``bytes_zlib``,
 or a traffic segment's ``zlib``), which keeps a minute of such failures in megabytes rather than
 hundreds of them. What a reproducer holds is made, and replayed, by
-:mod:`amqpfuzz.fuzzer.engine.replay`; this module only writes and reads the files.
+:mod:`amqpfuzz.fuzzer.engine.replay` (a client's by :mod:`amqpfuzz.fuzzer.clients.campaign`);
+this module only writes and reads the files.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ __all__ = [
 ]  # fmt: skip
 
 FORMAT = 1
-REPRODUCER_KINDS = ("case", "program", "traffic")
+REPRODUCER_KINDS = ("case", "program", "traffic", "client")
 INLINE = 64 * 1024  # octets kept as readable hex; more are kept compressed
 
 
@@ -106,6 +108,17 @@ def load_reproducer(path: Path | str) -> dict[str, Any]:
             isinstance(s, dict) and "step" in s for s in steps
         ):
             raise ReproducerError(f"{path}: a program reproducer needs a list of steps")
+    elif kind == "client":
+        try:
+            bytes.fromhex(data["blob"])
+            float(data["valid_share"])
+            named = isinstance(data["protocol"], str) and isinstance(data["client"], str)
+        except (KeyError, TypeError, ValueError):
+            named = False
+        if not named:
+            raise ReproducerError(
+                f"{path}: a client reproducer needs its protocol, client, blob and valid_share"
+            )
     else:
         raise ReproducerError(f"{path}: unknown kind of reproducer {kind!r}")
     return data

@@ -48,6 +48,10 @@ def test_a_broken_frame_end_must_be_refused_with_frame_error(tmp_path: Path) -> 
     assert list(outcome.failures) == ["reaction:pika:frame-end:connection-close/501->socket-close"]
     reproducer = outcome.reproducers["reaction:pika:frame-end:connection-close/501->socket-close"]
     assert '"operator": "frame-end"' in reproducer.read_text()
+    # served again to the client it failed: still failing (status 1); to another, another
+    again = _replay(reproducer)
+    assert again.returncode == 1, again.stderr
+    assert "still failing: reaction:pika:frame-end:" in again.stdout
 
 
 CRASHING = textwrap.dedent(
@@ -88,6 +92,33 @@ def test_a_shim_that_dies_is_a_crash_and_is_started_again(tmp_path: Path) -> Non
     assert outcome.cases == 2
     assert outcome.restarts >= 2
     assert list(outcome.failures) == ["crash:crashing:valid:reply->KeyError"]
+
+
+def test_a_crash_reproducer_served_to_a_sound_client_is_fixed(tmp_path: Path) -> None:
+    shim = _shim(tmp_path, "crashing", CRASHING)
+    settings = ClientSettings(max_cases=1, duration=60, seed=1, valid_share=1.0, out=tmp_path)
+    (outcome,) = run_clients([shim], settings)
+    (reproducer,) = outcome.reproducers.values()
+    fixed = _replay(reproducer, "--client-command", f"{sys.executable} {PIKA_SHIM} {{url}}")
+    assert fixed.returncode == 0, fixed.stdout + fixed.stderr
+    assert "fixed: python now reacts as the specification requires" in fixed.stdout
+
+
+def test_a_client_reproducer_that_is_not_one_is_one_line(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"format": 1, "kind": "client", "blob": "zz"}')
+    run = _replay(bad)
+    assert run.returncode == 2
+    assert run.stderr.strip() == (
+        f"amqpfuzz: error: {bad}: a client reproducer needs its protocol, client, blob and "
+        "valid_share"
+    )
+
+
+def _replay(path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [AMQPFUZZ, "replay", str(path), *args], capture_output=True, text=True, timeout=60
+    )
 
 
 def test_a_shim_that_stops_answering_is_a_hang(tmp_path: Path) -> None:
