@@ -109,3 +109,12 @@ def test_every_benchmark_imports_what_it_uses() -> None:
         [sys.executable, "-c", code, str(BENCH), *names], capture_output=True, text=True
     )
     assert done.returncode == 0, done.stderr
+
+
+def test_clients_bench_prints_both_ways_and_their_ratio() -> None:
+    lines = quick_run("clients", timeout=120)
+    assert all(r["bench"] == "clients" and r["client"] == "pika" for r in lines)
+    ways = {r["way"]: r["value"] for r in lines if r["figure"] == "cases_per_s"}
+    assert set(ways) == {"long-lived", "fresh-process"} and all(v > 0 for v in ways.values())
+    (ratio,) = [r for r in lines if r["figure"] == "long_lived_vs_fresh"]
+    assert ratio["value"] > 0 and ratio["target"] == 5.0

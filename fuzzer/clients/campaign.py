@@ -136,6 +136,8 @@ def play_one(
     ex = peer.play(conn, script, timeout)
     events, final = shim.events(time.monotonic() + min(2.0, timeout))
     died = shim.died(wait=0.2) if not final else shim.died()
+    if died is not None and final and died.status == 0:
+        died = None  # it ended its case and then itself (a shim run --once): no crash
     grown = max(0, shim.rss() - before)
     judged = judge(
         client.name, script, ex, events, final, died, grown, MEMORY_BOUND, peer.case_over
