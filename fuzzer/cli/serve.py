@@ -14,7 +14,13 @@ from typing import Any
 from rich.table import Table
 
 from ..clients import shims
-from ..clients.campaign import ClientSettings, ClientTarget, Outcome, run_clients, serving_of
+from ..clients.campaign import (
+    ClientSettings,
+    ClientTarget,
+    Differential,
+    run_clients,
+    serving_of,
+)
 from ..clients.judge import Judged
 from .console import BadInput, make_console
 
@@ -77,11 +83,12 @@ def serve_clients(
     outcomes = run_clients(clients, settings, on_case)
     for table in summary(outcomes):
         console.print(table)
-    return 1 if any(o.failures for o in outcomes) else 0
+    return 1 if any(o.failures for o in outcomes) or outcomes.divergences else 0
 
 
-def summary(outcomes: list[Outcome]) -> list[Table]:
-    """A row per client, then every failure signature with its replay command."""
+def summary(outcomes: Differential) -> list[Table]:
+    """A row per client, every failure signature with its replay command, then where the
+    clients' reactions differed."""
     rows = Table(title="amqpfuzz clients", title_justify="left")
     for column in ("client", "version", "cases", "cases/s", "failures", "signatures", "restarts"):
         rows.add_column(column, justify="left" if column in ("client", "version") else "right")
@@ -104,4 +111,14 @@ def summary(outcomes: list[Outcome]) -> list[Table]:
         for signature, count in o.failures.items():
             replay = f"amqpfuzz replay {o.reproducers[signature]} --client {o.client.name}"
             failures.add_row(signature, str(count), o.messages[signature][:200], replay)
-    return [rows, failures] if any(o.failures for o in outcomes) else [rows]
+    tables = [rows, failures] if any(o.failures for o in outcomes) else [rows]
+    if outcomes.divergences:
+        differ = Table(title="where the clients differ", title_justify="left")
+        differ.add_column("operator")
+        differ.add_column("reactions", overflow="fold")
+        differ.add_column("cases", justify="right")
+        for signature, count in outcomes.divergences.most_common():
+            _, operator, shown = signature.split(":", 2)
+            differ.add_row(operator, shown.replace(",", ", "), str(count))
+        tables.append(differ)
+    return tables

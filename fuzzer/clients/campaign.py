@@ -12,13 +12,14 @@ serves again.
 
 from __future__ import annotations
 
+import contextlib
 import random
 import shlex
 import socket
 import time
 import uuid
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -36,8 +37,10 @@ from .shims import ClientError
 __all__ = [
     "ClientSettings",
     "ClientTarget",
+    "Differential",
     "Outcome",
     "play_one",
+    "reaction_word",
     "replay_client",
     "run_clients",
     "serving_of",
@@ -131,7 +134,7 @@ def play_one(
         ex = Exchange(ended="timeout")
         ex.sent.append("(the shim never connected)")
         judged = judge(client.name, script, ex, [], False, died, 0, MEMORY_BOUND, peer.case_over)
-        shim.restart()
+        shim.restart(before=lambda: _drain(peer))
         return judged, ex
     ex = peer.play(conn, script, timeout)
     events, final = shim.events(time.monotonic() + min(2.0, timeout))
@@ -143,8 +146,15 @@ def play_one(
         client.name, script, ex, events, final, died, grown, MEMORY_BOUND, peer.case_over
     )
     if judged.oracle in ("crash", "hang", "resource") or died is not None:
-        shim.restart()
+        shim.restart(before=lambda: _drain(peer))
     return judged, ex
+
+
+def _drain(peer: ServingPeer) -> None:
+    """Closes the connections an ended shim left waiting to be accepted (a client that had
+    already reconnected): the next shim's connection must not be judged by one of them."""
+    while (conn := peer.accept(0.0)) is not None:
+        conn.close()
 
 
 def _accept(peer: ServingPeer, shim: ShimProcess) -> socket.socket | None:
@@ -164,81 +174,172 @@ def run_clients(
     clients: Sequence[ClientTarget],
     settings: ClientSettings,
     on_case: Callable[[ClientTarget, Judged], None] | None = None,
-) -> list[Outcome]:
-    """One campaign per client, one after the other, each for ``settings.duration``."""
-    return [_campaign(client, settings, on_case) for client in clients]
-
-
-def _campaign(
-    client: ClientTarget,
-    settings: ClientSettings,
-    on_case: Callable[[ClientTarget, Judged], None] | None,
-) -> Outcome:
+) -> Differential:
+    """A campaign of ``settings.duration``: each script served to every client in turn (each
+    a lane: its shim, its peer, its records), their reactions compared where there are
+    several."""
     serving = serving_of(settings.protocol)
     size, build = serving.scripts(settings.protocol, settings.operators, settings.valid_share)
-    peer = serving.peer(settings.protocol)
-    outcome = Outcome(client)
     run_id = uuid.uuid4().hex[:12]
-    out = settings.out
-    (out / "reproducers").mkdir(parents=True, exist_ok=True)
-    rnd = random.Random(f"{settings.seed}:{client.name}")
-    target = client.as_target(peer.url, settings.protocol)
+    (settings.out / "reproducers").mkdir(parents=True, exist_ok=True)
+    rnd = random.Random(f"{settings.seed}:{'+'.join(c.name for c in clients)}")
+    result = Differential([Outcome(c) for c in clients])
     started = time.monotonic()
-    shim = ShimProcess(client.argv(peer.url))
-    try:
-        with RecordWriter(out, run_id, f"{worker_name()}-{client.name}") as writer:
-            while time.monotonic() - started < settings.duration:
-                if settings.max_cases is not None and outcome.cases >= settings.max_cases:
-                    break
-                blob = rnd.randbytes(size)
-                script = build(blob)
-                t0 = time.monotonic()
-                judged, ex = play_one(peer, shim, client, script, settings.timeout)
-                outcome.cases += 1
-                reproducer = None
-                if judged.failed:
-                    outcome.failures[judged.signature] += 1
-                    outcome.messages.setdefault(judged.signature, judged.message)
-                    if judged.signature not in outcome.reproducers:
-                        outcome.reproducers[judged.signature] = _reproduce(
-                            out, client, settings, script, judged
-                        )
-                    reproducer = str(outcome.reproducers[judged.signature])
-                writer.write(
-                    record(
-                        run_id=run_id,
-                        worker=writer.worker,
-                        seq=writer.next_seq(),
-                        seed=str(settings.seed),
-                        target=target,
-                        kind="client",
-                        spec_ref=ex.spec_ref
-                        or (script.operator.name if script.operator else "valid"),
-                        expected=_expected(script),
-                        observed=judged.observed,
-                        verdict="fail" if judged.failed else "pass",
-                        duration_s=time.monotonic() - t0,
-                        mutation=script.operator.name if script.operator else None,
-                        failure={
-                            "oracle": judged.oracle,
-                            "signature": judged.signature,
-                            "message": judged.message,
-                        }
-                        if judged.failed
-                        else None,
-                        reproducer=reproducer,
-                        note=ex.struck,
-                        blob=script.blob.hex(),
-                    )
-                )
+    with contextlib.ExitStack() as stack:
+        lanes = [stack.enter_context(_Lane.open(o, serving, settings, run_id)) for o in result]
+        differ = (
+            stack.enter_context(RecordWriter(settings.out, run_id, f"{worker_name()}-differential"))
+            if len(lanes) > 1
+            else None
+        )
+        while time.monotonic() - started < settings.duration:
+            if settings.max_cases is not None and result.cases >= settings.max_cases:
+                break
+            script = build(rnd.randbytes(size))
+            judged = {}
+            for lane in lanes:
+                judged[lane.outcome.client.name] = lane.serve(script, settings)
                 if on_case is not None:
-                    on_case(client, judged)
-    finally:
-        outcome.restarts = shim.started - 1
-        shim.stop()
-        peer.close()
-        outcome.elapsed = time.monotonic() - started
-    return outcome
+                    on_case(lane.outcome.client, judged[lane.outcome.client.name])
+            result.cases += 1
+            if differ is not None:
+                result.compare(script, judged, differ, run_id, settings)
+    result.elapsed = time.monotonic() - started
+    return result
+
+
+class Differential(list[Outcome]):
+    """Every client's outcome (a list of them), and where their reactions differed: a
+    signature per shape of disagreement (``differential:<operator>:<client>=<reaction>,...``),
+    counted, with the blob of its first script."""
+
+    def __init__(self, outcomes: list[Outcome]) -> None:
+        super().__init__(outcomes)
+        self.cases = 0
+        self.elapsed = 0.0
+        self.divergences: Counter[str] = Counter()
+        self.examples: dict[str, str] = {}
+
+    def compare(
+        self,
+        script: ServerScript,
+        judged: dict[str, Judged],
+        writer: RecordWriter,
+        run_id: str,
+        settings: ClientSettings,
+    ) -> None:
+        reactions = {name: reaction_word(j) for name, j in judged.items()}
+        if len(set(reactions.values())) < 2:
+            return
+        shown = ",".join(f"{name}={word}" for name, word in sorted(reactions.items()))
+        signature = f"differential:{script.label}:{shown}"
+        self.divergences[signature] += 1
+        self.examples.setdefault(signature, script.blob.hex())
+        writer.write(
+            record(
+                run_id=run_id,
+                worker=writer.worker,
+                seq=writer.next_seq(),
+                seed=str(settings.seed),
+                target={"label": "+".join(sorted(reactions)), "protocol": settings.protocol},
+                kind="differential",
+                spec_ref=script.operator.name if script.operator else "valid",
+                expected=_expected(script),
+                observed={"reactions": reactions},
+                verdict="fail",
+                duration_s=0.0,
+                mutation=script.operator.name if script.operator else None,
+                failure={"oracle": "differential", "signature": signature, "message": shown},
+                blob=script.blob.hex(),
+            )
+        )
+
+
+def reaction_word(judged: Judged) -> str:
+    """What a client did with a case, in a word to compare clients by: as the specification
+    requires (however it went about it), how it died or hung, or how it reacted instead (with
+    its close code), and whether its application got a message it should not have."""
+    if not judged.failed:
+        return "as-required"
+    if judged.oracle in ("crash", "hang", "resource"):
+        return judged.oracle
+    observed = judged.observed
+    code = observed.get("reply_code")
+    word = f"{observed['outcome']}/{code}" if code else str(observed["outcome"])
+    return f"{word}+delivered" if judged.oracle == "integrity" else word
+
+
+@dataclass
+class _Lane:
+    """One client's part of a campaign: its peer, its shim, its records."""
+
+    outcome: Outcome
+    peer: ServingPeer
+    shim: ShimProcess
+    writer: RecordWriter
+    run_id: str
+    target: dict[str, Any]
+
+    @classmethod
+    @contextlib.contextmanager
+    def open(
+        cls, outcome: Outcome, serving: Serving, settings: ClientSettings, run_id: str
+    ) -> Iterator[_Lane]:
+        client = outcome.client
+        peer = serving.peer(settings.protocol)
+        try:
+            shim = ShimProcess(client.argv(peer.url))
+            try:
+                worker = f"{worker_name()}-{client.name}"
+                with RecordWriter(settings.out, run_id, worker) as writer:
+                    target = client.as_target(peer.url, settings.protocol)
+                    yield cls(outcome, peer, shim, writer, run_id, target)
+            finally:
+                outcome.restarts = shim.started - 1
+                shim.stop()
+        finally:
+            peer.close()
+
+    def serve(self, script: ServerScript, settings: ClientSettings) -> Judged:
+        """One case: served, judged, recorded (a reproducer for a new signature)."""
+        outcome, client, started = self.outcome, self.outcome.client, time.monotonic()
+        judged, ex = play_one(self.peer, self.shim, client, script, settings.timeout)
+        outcome.cases += 1
+        outcome.elapsed += time.monotonic() - started
+        reproducer = None
+        if judged.failed:
+            outcome.failures[judged.signature] += 1
+            outcome.messages.setdefault(judged.signature, judged.message)
+            if judged.signature not in outcome.reproducers:
+                path = _reproduce(settings.out, client, settings, script, judged)
+                outcome.reproducers[judged.signature] = path
+            reproducer = str(outcome.reproducers[judged.signature])
+        failure = (
+            {"oracle": judged.oracle, "signature": judged.signature, "message": judged.message}
+            if judged.failed
+            else None
+        )
+        self.writer.write(
+            record(
+                run_id=self.run_id,
+                worker=self.writer.worker,
+                seq=self.writer.next_seq(),
+                seed=str(settings.seed),
+                target=self.target,
+                kind="client",
+                spec_ref=ex.spec_ref or script.label,
+                expected=_expected(script),
+                observed=judged.observed,
+                verdict="fail" if judged.failed else "pass",
+                duration_s=time.monotonic() - started,
+                mutation=script.operator.name if script.operator else None,
+                failure=failure,
+                reproducer=reproducer,
+                note=ex.struck,
+                blob=script.blob.hex(),
+            )
+        )
+        return judged
 
 
 def _expected(script: ServerScript) -> dict[str, Any]:

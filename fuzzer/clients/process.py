@@ -20,7 +20,7 @@ import subprocess
 import threading
 import time
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -113,8 +113,10 @@ class ShimProcess:
         return self.proc.pid
 
     def events(self, until: float) -> tuple[list[dict[str, Any]], bool]:
-        """The shim's events up to the end of its current case (a final event), or until the
-        monotonic time ``until``; and whether a final event came."""
+        """The shim's events of its current case (its connection's number since it started)
+        up to the case's final event, or until the monotonic time ``until``; and whether a
+        final event came. What a case said after its time was up is left out of the next."""
+        current = self.connections - 1
         out: list[dict[str, Any]] = []
         while True:
             left = until - time.monotonic()
@@ -127,6 +129,9 @@ class ShimProcess:
             if event is None:
                 self.lines.put(None)  # the stream ended: say so to every later reader
                 return out, False
+            case = event.get("case")
+            if isinstance(case, int) and case < current:
+                continue  # a late word of a case already judged
             out.append(event)
             if event.get("event") in FINAL:
                 return out, True
@@ -157,9 +162,10 @@ class ShimProcess:
                         total += int(line.split()[1]) * 1024
         return total
 
-    def restart(self) -> None:
-        """Ends the shim and starts it again."""
+    def restart(self, before: Callable[[], object] = lambda: None) -> None:
+        """Ends the shim and starts it again (``before`` runs in between)."""
         self.stop()
+        before()
         self._start()
 
     def stop(self) -> None:

@@ -195,3 +195,25 @@ def _alive(pid: int) -> bool:
         return False
     with open(f"/proc/{pid}/stat") as stat:  # a zombie has ended
         return stat.read().split(") ", 1)[1][0] != "Z"
+
+
+def test_several_clients_get_the_same_scripts_and_their_differences_are_recorded(
+    tmp_path: Path,
+) -> None:
+    crashing = _shim(tmp_path, "crashing", CRASHING)
+    settings = ClientSettings(max_cases=2, duration=60, seed=1, valid_share=1.0, out=tmp_path)
+    result = run_clients([PIKA, crashing], settings)
+    assert result.cases == 2 and [o.cases for o in result] == [2, 2]
+    assert dict(result.divergences) == {"differential:valid:crashing=crash,pika=as-required": 2}
+    records = _records(tmp_path)
+    differential = [r for r in records if r["kind"] == "differential"]
+    assert len(differential) == 2
+    assert differential[0]["observed"] == {
+        "reactions": {"pika": "as-required", "crashing": "crash"}
+    }
+    # the same script went to both: their client records carry the same blobs, in order
+    blobs = {
+        name: [r["blob"] for r in records if r["kind"] == "client" and r["target"]["label"] == name]  # type: ignore[index]
+        for name in ("pika", "crashing")
+    }
+    assert blobs["pika"] == blobs["crashing"] == [r["blob"] for r in differential]

@@ -70,7 +70,7 @@ class Peer:
         self.sock.settimeout(timeout)
         try:
             conn, _ = self.sock.accept()
-        except TimeoutError:
+        except (TimeoutError, BlockingIOError):  # none within the time (none waiting: 0)
             return None
         conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         return conn
