@@ -18,6 +18,7 @@ from ..clients.campaign import (
     ClientSettings,
     ClientTarget,
     Differential,
+    client_profile,
     run_clients,
     serving_of,
 )
@@ -68,7 +69,10 @@ def serve_clients(
         valid_share=options["valid_share"],
         operators=operators,
         out=Path(options["out"]),
+        profile=options.get("profile"),
     )
+    for client in clients:  # a profile that cannot be read: one line before anything starts
+        client_profile(client.name, settings.profile)
     console = make_console()
     console.print(
         f"amqpfuzz: client campaign, seed {settings.seed}, {settings.duration:g} s per client: {', '.join(c.name for c in clients)}"
@@ -90,7 +94,8 @@ def summary(outcomes: Differential) -> list[Table]:
     """A row per client, every failure signature with its replay command, then where the
     clients' reactions differed."""
     rows = Table(title="amqpfuzz clients", title_justify="left")
-    for column in ("client", "version", "cases", "cases/s", "failures", "signatures", "restarts"):
+    columns = ("client", "version", "cases", "cases/s", "failures", "signatures", "known deviations", "restarts")  # fmt: skip
+    for column in columns:
         rows.add_column(column, justify="left" if column in ("client", "version") else "right")
     failures = Table(title="failures", title_justify="left")
     failures.add_column("signature", overflow="fold")
@@ -106,6 +111,7 @@ def summary(outcomes: Differential) -> list[Table]:
             f"{rate:.1f}",
             str(sum(o.failures.values())),
             str(len(o.failures)),
+            str(sum(o.known.values())),
             str(o.restarts),
         )
         for signature, count in o.failures.items():

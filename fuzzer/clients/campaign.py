@@ -24,6 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..brokers.profiles import Profile, load_profile
+from ..engine.verdicts import Verdict
 from ..protocols.families import family_for
 from ..protocols.family import ServerScript, Serving, ServingPeer
 from ..protocols.served import Exchange
@@ -39,6 +41,7 @@ __all__ = [
     "ClientTarget",
     "Differential",
     "Outcome",
+    "client_profile",
     "play_one",
     "reaction_word",
     "replay_client",
@@ -46,6 +49,7 @@ __all__ = [
     "serving_of",
 ]
 
+DEVIATIONS = Path(__file__).parent / "deviations"  # a profile per bundled client, by its name
 MEMORY_BOUND = 1 << 30  # a shim growing by more than this on one case is a resource failure
 CONNECT_GRACE = 15.0  # how long a (re)started shim may take to connect
 
@@ -94,6 +98,7 @@ class ClientSettings:
     valid_share: float = 0.2
     operators: tuple[str, ...] | None = None
     out: Path = Path("amqpfuzz-out")
+    profile: str | None = None  # a bundled client's name or a path; "none": none; None: by client
 
 
 @dataclass
@@ -104,9 +109,25 @@ class Outcome:
     cases: int = 0
     restarts: int = 0
     failures: Counter[str] = field(default_factory=Counter)
+    known: Counter[str] = field(default_factory=Counter)  # failures its profile documents
     messages: dict[str, str] = field(default_factory=dict)
     reproducers: dict[str, Path] = field(default_factory=dict)
     elapsed: float = 0.0
+
+
+def client_profile(client: str, choice: str | None) -> Profile | None:
+    """The profile of a client's known deviations: ``choice`` (a bundled name or a path;
+    ``none``: none), else the bundled one named for the client, if there is one."""
+    if choice == "none":
+        return None
+    if choice is None:
+        bundled = DEVIATIONS / f"{client}.toml"
+        return load_profile(bundled) if bundled.exists() else None
+    path = Path(choice) if Path(choice).exists() else DEVIATIONS / f"{choice}.toml"
+    if not path.exists():
+        known = ", ".join(sorted(p.stem for p in DEVIATIONS.glob("*.toml")))
+        raise ClientError(f"no client profile {choice!r} (bundled: {known}; or give a path)")
+    return load_profile(path)
 
 
 def serving_of(protocol: str) -> Serving:
@@ -279,6 +300,7 @@ class _Lane:
     writer: RecordWriter
     run_id: str
     target: dict[str, Any]
+    profile: Profile | None
 
     @classmethod
     @contextlib.contextmanager
@@ -293,7 +315,8 @@ class _Lane:
                 worker = f"{worker_name()}-{client.name}"
                 with RecordWriter(settings.out, run_id, worker) as writer:
                     target = client.as_target(peer.url, settings.protocol)
-                    yield cls(outcome, peer, shim, writer, run_id, target)
+                    profile = client_profile(client.name, settings.profile)
+                    yield cls(outcome, peer, shim, writer, run_id, target, profile)
             finally:
                 outcome.restarts = shim.started - 1
                 shim.stop()
@@ -307,7 +330,14 @@ class _Lane:
         outcome.cases += 1
         outcome.elapsed += time.monotonic() - started
         reproducer = None
-        if judged.failed:
+        verdict = Verdict("fail" if judged.failed else "pass")
+        deviation = (
+            self.profile.deviation(judged.signature) if judged.failed and self.profile else None
+        )
+        if deviation is not None and self.profile is not None:
+            verdict = Verdict("xfail", deviation.reason, deviation, self.profile.name)
+            outcome.known[judged.signature] += 1
+        elif judged.failed:
             outcome.failures[judged.signature] += 1
             outcome.messages.setdefault(judged.signature, judged.message)
             if judged.signature not in outcome.reproducers:
@@ -330,13 +360,14 @@ class _Lane:
                 spec_ref=ex.spec_ref or script.label,
                 expected=_expected(script),
                 observed=judged.observed,
-                verdict="fail" if judged.failed else "pass",
+                verdict=verdict.verdict,
                 duration_s=time.monotonic() - started,
                 mutation=script.operator.name if script.operator else None,
                 failure=failure,
                 reproducer=reproducer,
                 note=ex.struck,
                 blob=script.blob.hex(),
+                **verdict.known(),
             )
         )
         return judged

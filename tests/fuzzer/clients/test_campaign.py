@@ -54,6 +54,25 @@ def test_a_broken_frame_end_must_be_refused_with_frame_error(tmp_path: Path) -> 
     assert "still failing: reaction:pika:frame-end:" in again.stdout
 
 
+def test_a_profile_makes_a_documented_deviation_known_not_a_failure(tmp_path: Path) -> None:
+    profile = tmp_path / "lenient.toml"
+    profile.write_text(
+        'product = "pika"\n[[deviation]]\n'
+        'signature = "reaction:pika:frame-end:*->socket-close"\n'
+        'reason = "pika drops the socket on a frame it cannot read, with no close code"\n'
+    )
+    settings = ClientSettings(
+        max_cases=2, duration=60, seed=1, valid_share=0.0, operators=("frame-end",),
+        out=tmp_path / "out", profile=str(profile),
+    )  # fmt: skip
+    (outcome,) = run_clients([PIKA], settings)
+    assert not outcome.failures
+    assert dict(outcome.known) == {"reaction:pika:frame-end:connection-close/501->socket-close": 2}
+    records = _records(tmp_path / "out")
+    assert {r["verdict"] for r in records} == {"xfail"}
+    assert records[0]["profile"] == "lenient" and "no close code" in str(records[0]["deviation"])
+
+
 CRASHING = textwrap.dedent(
     """
     import socket, sys, json
@@ -140,6 +159,7 @@ def test_a_shim_that_stops_answering_is_a_hang(tmp_path: Path) -> None:
         (["--client", "pika", "--protocol", "1.0"], "AMQP 1.0: amqpfuzz cannot play its server"),
         (["--client-command", "/nonexistent/shim {url}"], "cannot start the client /nonexistent"),
         (["--client-command", "/bin/true"], "the client true ends before it connects (status 0)"),
+        (["--client", "pika", "--profile", "nosuch"], "no client profile 'nosuch'"),
     ],
 )
 def test_bad_input_is_one_line_and_status_2(tmp_path: Path, args: list[str], says: str) -> None:
