@@ -20,15 +20,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from amqpfuzz.fuzzer.clients import shims
 from amqpfuzz.fuzzer.clients.campaign import (
     ClientSettings,
-    ClientTarget,
     play_one,
     run_clients,
     serving_of,
 )
 from amqpfuzz.fuzzer.clients.process import ShimProcess
+from amqpfuzz.fuzzer.clients.targets import ClientTarget
 
 CLIENTS = ("pika", "rabbitmq-c", "amqp091-go")
 TARGET = 5.0
@@ -38,15 +37,10 @@ def emit(**line: Any) -> None:
     print(json.dumps({"bench": "clients", **line}), flush=True)
 
 
-def target(name: str, *, once: bool = False) -> ClientTarget:
-    command = shims.command(name, "{url}", once=once)
-    return ClientTarget(name, tuple(command), shims.SHIMS[name].library)
-
-
 def long_lived(name: str, seconds: float, seed: int) -> float:
     with tempfile.TemporaryDirectory(prefix="amqpfuzz-bench-clients-") as out:
         settings = ClientSettings(duration=seconds, seed=seed, out=Path(out))
-        (outcome,) = run_clients([target(name)], settings)
+        (outcome,) = run_clients([ClientTarget.bundled(name)], settings)
     return outcome.cases / outcome.elapsed
 
 
@@ -54,7 +48,7 @@ def fresh(name: str, seconds: float, seed: int) -> float:
     """A new shim process for every case (``--once``), the same scripts and judgement."""
     serving = serving_of("0-9-1")
     size, build = serving.scripts("0-9-1", None, ClientSettings().valid_share)
-    client = target(name, once=True)
+    client = ClientTarget.bundled(name, once=True)
     peer = serving.peer("0-9-1")
     rnd = random.Random(f"{seed}:{name}")
     cases, started = 0, time.monotonic()

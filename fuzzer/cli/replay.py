@@ -20,11 +20,11 @@ from amqpfuzz.spec import DEFAULT_PROTOCOL
 from ..brokers import BROKERS, parse_target, throwaway
 from ..clients.campaign import replay_client
 from ..clients.shims import SHIMS
+from ..clients.targets import client_targets
 from ..engine.replay import replay
 from ..records import describe, load_reproducer
 from .console import BadInput
 from .run import preflight
-from .serve import client_targets
 
 __all__ = ["replay_command"]
 

@@ -13,36 +13,18 @@ from typing import Any
 
 from rich.table import Table
 
-from ..clients import shims
 from ..clients.campaign import (
     ClientSettings,
-    ClientTarget,
     Differential,
     client_profile,
     run_clients,
     serving_of,
 )
 from ..clients.judge import Judged
+from ..clients.targets import ClientTarget, client_targets
 from .console import BadInput, make_console
 
-__all__ = ["client_targets", "serve_clients"]
-
-
-def client_targets(names: tuple[str, ...], commands: tuple[str, ...]) -> list[ClientTarget]:
-    """The clients named, bundled or by command; BadInput for an unknown or unbuilt one."""
-    out = []
-    for name in names:
-        if name not in shims.SHIMS:
-            raise BadInput(
-                f"--client {name}: not a bundled client; they are {', '.join(shims.SHIMS)}"
-            )
-        shim = shims.SHIMS[name]
-        command = shims.command(name, "{url}")
-        out.append(
-            ClientTarget(name, tuple(command), shim.library, shims.version(name), shim.language)
-        )
-    out += [ClientTarget.of_command(text) for text in commands]
-    return out
+__all__ = ["serve_clients"]
 
 
 def serve_clients(

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import contextlib
 import random
-import shlex
 import socket
 import time
 import uuid
@@ -35,11 +34,13 @@ from ..records.writer import RecordWriter
 from .judge import Judged, judge
 from .process import ShimProcess
 from .shims import ClientError
+from .targets import ClientTarget
 
 __all__ = [
     "ClientSettings",
     "ClientTarget",
     "Differential",
+    "Lane",
     "Outcome",
     "client_profile",
     "play_one",
@@ -52,40 +53,6 @@ __all__ = [
 DEVIATIONS = Path(__file__).parent / "deviations"  # a profile per bundled client, by its name
 MEMORY_BOUND = 1 << 30  # a shim growing by more than this on one case is a resource failure
 CONNECT_GRACE = 15.0  # how long a (re)started shim may take to connect
-
-
-@dataclass(frozen=True)
-class ClientTarget:
-    """The library under test: its shim's command (``{url}`` where the URL goes) and what
-    records say of it."""
-
-    name: str
-    command: tuple[str, ...]
-    library: str = ""
-    version: str | None = None
-    language: str = ""
-
-    def argv(self, url: str) -> list[str]:
-        if any("{url}" in part for part in self.command):
-            return [part.replace("{url}", url) for part in self.command]
-        return [*self.command, url]
-
-    @classmethod
-    def of_command(cls, text: str) -> ClientTarget:
-        parts = tuple(shlex.split(text))
-        if not parts:
-            raise ClientError("--client-command is empty")
-        return cls(Path(parts[0]).name, parts, library=parts[0], language="")
-
-    def as_target(self, url: str, protocol: str) -> dict[str, Any]:
-        return {
-            "label": self.name,
-            "url": url,
-            "product": self.library or self.name,
-            "version": self.version,
-            "protocol": protocol,
-            "language": self.language,
-        }
 
 
 @dataclass(frozen=True)
@@ -207,7 +174,7 @@ def run_clients(
     result = Differential([Outcome(c) for c in clients])
     started = time.monotonic()
     with contextlib.ExitStack() as stack:
-        lanes = [stack.enter_context(_Lane.open(o, serving, settings, run_id)) for o in result]
+        lanes = [stack.enter_context(Lane.open(o, serving, settings, run_id)) for o in result]
         differ = (
             stack.enter_context(RecordWriter(settings.out, run_id, f"{worker_name()}-differential"))
             if len(lanes) > 1
@@ -219,7 +186,7 @@ def run_clients(
             script = build(rnd.randbytes(size))
             judged = {}
             for lane in lanes:
-                judged[lane.outcome.client.name] = lane.serve(script, settings)
+                judged[lane.outcome.client.name], _ = lane.serve(script, settings)
                 if on_case is not None:
                     on_case(lane.outcome.client, judged[lane.outcome.client.name])
             result.cases += 1
@@ -291,7 +258,7 @@ def reaction_word(judged: Judged) -> str:
 
 
 @dataclass
-class _Lane:
+class Lane:
     """One client's part of a campaign: its peer, its shim, its records."""
 
     outcome: Outcome
@@ -306,7 +273,7 @@ class _Lane:
     @contextlib.contextmanager
     def open(
         cls, outcome: Outcome, serving: Serving, settings: ClientSettings, run_id: str
-    ) -> Iterator[_Lane]:
+    ) -> Iterator[Lane]:
         client = outcome.client
         peer = serving.peer(settings.protocol)
         try:
@@ -323,8 +290,9 @@ class _Lane:
         finally:
             peer.close()
 
-    def serve(self, script: ServerScript, settings: ClientSettings) -> Judged:
-        """One case: served, judged, recorded (a reproducer for a new signature)."""
+    def serve(self, script: ServerScript, settings: ClientSettings) -> tuple[Judged, Verdict]:
+        """One case: served, judged against the client's profile, recorded (a reproducer for
+        a new signature)."""
         outcome, client, started = self.outcome, self.outcome.client, time.monotonic()
         judged, ex = play_one(self.peer, self.shim, client, script, settings.timeout)
         outcome.cases += 1
@@ -370,7 +338,7 @@ class _Lane:
                 **verdict.known(),
             )
         )
-        return judged
+        return judged, verdict
 
 
 def _expected(script: ServerScript) -> dict[str, Any]:

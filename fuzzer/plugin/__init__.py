@@ -86,12 +86,20 @@ def _check(options: Options) -> None:
             parse_target(url, allow_remote=options.allow_remote)
         if options.profile is not None:
             find_profile(options.profile, protocol=options.protocol)
+        if options.clients:
+            from ..clients.campaign import serving_of
+            from ..clients.targets import client_targets
+
+            serving_of(options.protocol)
+            client_targets(options.clients)
     except AmqpfuzzError as exc:
         raise pytest.UsageError(_cli_words(str(exc))) from None
 
 
 def _cli_words(message: str) -> str:
-    return message.replace("--allow-remote", "--amqp-allow-remote")
+    return message.replace("--allow-remote", "--amqp-allow-remote").replace(
+        "--client ", "--amqp-client "
+    )
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -162,9 +170,10 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 def pytest_collection_modifyitems(
     session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
 ) -> None:
-    """With --amqp-scenarios / --amqp-fuzz, the items are added before -k and -m select."""
+    """With --amqp-scenarios / --amqp-fuzz / --amqp-client, the items are added before -k and
+    -m select."""
     options = options_of(config)
-    if not (options.scenarios or options.fuzz):
+    if not (options.scenarios or options.fuzz or options.clients):
         return
     from amqpfuzz.spec import AmqpfuzzError
 

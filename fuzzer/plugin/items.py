@@ -32,7 +32,17 @@ from .markers import CAPABILITIES, CLASSES, class_of
 from .options import options_of
 from .session import AmqpSession
 
-__all__ = ["FuzzFailed", "FuzzItem", "ScenarioError", "ScenarioFailed", "ScenarioItem", "collect"]
+__all__ = [
+    "AmqpItem",
+    "FuzzFailed",
+    "FuzzItem",
+    "ItemFailure",
+    "ScenarioError",
+    "ScenarioFailed",
+    "ScenarioItem",
+    "collect",
+    "group",
+]
 
 
 class ItemFailure(Exception):
@@ -277,7 +287,7 @@ class FuzzItem(AmqpItem):
 # -- collection --------------------------------------------------------------------------------
 
 
-def _group(parent: pytest.Collector | pytest.Session, name: str) -> pytest.Collector:
+def group(parent: pytest.Collector | pytest.Session, name: str) -> pytest.Collector:
     nodeid = f"{parent.nodeid}::{name}" if parent.nodeid else name
     return _Group.from_parent(parent, name=name, path=parent.path, nodeid=nodeid)
 
@@ -299,12 +309,16 @@ def _mark(item: pytest.Item, ref: str, capabilities: Iterable[str] = ()) -> None
 
 def collect(session: pytest.Session, state: AmqpSession) -> list[pytest.Item]:
     options = options_of(session.config)
-    root = _group(session, "amqpfuzz")
+    root = group(session, "amqpfuzz")
     items: list[pytest.Item] = []
     if options.scenarios:
-        items += _scenario_items(_group(root, "scenarios"), state)
+        items += _scenario_items(group(root, "scenarios"), state)
     if options.fuzz:
-        items += _fuzz_items(_group(root, "fuzz"), state)
+        items += _fuzz_items(group(root, "fuzz"), state)
+    if options.clients:
+        from .clients import client_items  # the client campaigns' modules, when asked for
+
+        items += client_items(group(root, "client"), state)
     # as a collector's report, so that "collected N items" counts them
     session.config.hook.pytest_collectreport(
         report=pytest.CollectReport(
@@ -321,7 +335,7 @@ def _scenario_items(parent: pytest.Collector, state: AmqpSession) -> list[pytest
     for scenario in scenarios:
         key = (scenario.protocol, scenario.spec_ref)
         seen[key] = seen.get(key, 0) + 1
-    groups = {p: _group(parent, p) for p in dict.fromkeys(s.protocol for s in scenarios)}
+    groups = {p: group(parent, p) for p in dict.fromkeys(s.protocol for s in scenarios)}
     items: list[pytest.Item] = []
     for scenario in scenarios:
         name = scenario.spec_ref
@@ -359,18 +373,18 @@ def _expectation(item: pytest.Item, scenario: Scenario, target: ScenarioTarget) 
 def _fuzz_items(parent: pytest.Collector, state: AmqpSession) -> list[pytest.Item]:
     protocol = state.options.protocol
     items: list[pytest.Item] = []
-    methods = _group(parent, "method")
+    methods = group(parent, "method")
     for method in case_methods(protocol):
         item = FuzzItem.from_parent(
             methods, name=method, kind="method", subject=method, state=state
         )
         _mark(item, method)
         items.append(item)
-    group = _group(parent, "mutation")
+    mutations = group(parent, "mutation")
     for operator in operators(protocol):
         items.append(
             FuzzItem.from_parent(
-                group, name=operator.name, kind="mutation", subject=operator.name, state=state
+                mutations, name=operator.name, kind="mutation", subject=operator.name, state=state
             )
         )
     for each in items:

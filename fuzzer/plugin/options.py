@@ -40,6 +40,7 @@ class Options:
     allow_remote: bool = False
     scenarios: bool = False
     fuzz: bool = False
+    clients: tuple[str, ...] = ()  # client libraries to fuzz, by their bundled shims' names
     active: bool = False  # any option given: the header shows the plugin, the seed is stored
     run_id: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
     worker: str = "main"  # the pytest-xdist worker id
@@ -70,6 +71,8 @@ _OPTIONS: tuple[tuple[str, str, str, dict[str, Any]], ...] = (
      {"action": "store_true"}),
     ("fuzz", "string", "collect a fuzz item per method and per mutation operator",
      {"action": "store_true"}),
+    ("client", "args", "a client library to fuzz (a bundled shim's name, see `amqpfuzz client "
+     "list`): amqpfuzz plays a hostile broker to it (repeat for several)", {"action": "append"}),
     ("allow-remote", "string", "allow a target off the loopback network (fuzzing can crash it)",
      {"action": "store_true"}),
 )  # fmt: skip
@@ -110,7 +113,7 @@ def _raw(config: pytest.Config, name: str) -> tuple[Any, str]:
         return value, f"--amqp-{name}"
     env = os.environ.get(_env_name(name), "").strip()
     if env:
-        return (env.split() if name == "url" else env), _env_name(name)
+        return (env.split() if name in ("url", "client") else env), _env_name(name)
     ini = config.getini(_ini_name(name))
     if ini:
         return ini, f"ini {_ini_name(name)}"
@@ -142,6 +145,7 @@ def options_of(config: pytest.Config) -> Options:
 
 def resolve(config: pytest.Config) -> Options:
     urls, _ = _raw(config, "url")
+    clients, _ = _raw(config, "client")
     broker, broker_source = _raw(config, "broker")
     protocol, _ = _raw(config, "protocol")
     profile, profile_source = _raw(config, "profile")
@@ -162,6 +166,7 @@ def resolve(config: pytest.Config) -> Options:
         allow_remote=_flag(config, "allow-remote"),
         scenarios=_flag(config, "scenarios"),
         fuzz=_flag(config, "fuzz"),
+        clients=tuple(clients.split() if isinstance(clients, str) else clients or ()),
     )
     options.active = bool(
         options.urls
@@ -169,6 +174,7 @@ def resolve(config: pytest.Config) -> Options:
         or protocol is not None
         or options.scenarios
         or options.fuzz
+        or options.clients
         or seed is not None
         or profile is not None
         or results is not None

@@ -19,6 +19,9 @@ from pathlib import Path
 from typing import Any
 
 from ..brokers import Broker, Target, parse_target, throwaway
+from ..clients.campaign import ClientSettings, Lane, serving_of
+from ..clients.campaign import Outcome as Served
+from ..clients.targets import ClientTarget
 from ..engine.campaign import Campaign, CampaignSettings, TargetRun
 from ..engine.conformance import ConformanceRun, ScenarioTarget
 from ..engine.events import Emitter, FailureFound, Judged
@@ -113,6 +116,7 @@ class AmqpSession:
         self._records: list[RecordHandler] = []
         self.gate: Gate | None = None
         self.failures: dict[tuple[str, str], str] = {}  # (target, signature) -> reproducer
+        self._lanes: dict[str, Lane] = {}
 
     @property
     def worker(self) -> str:
@@ -203,6 +207,24 @@ class AmqpSession:
             write_totals(self.out, self.options.run_id, self.options.protocol)
             self._campaign = campaign
         return self._campaign
+
+    @property
+    def client_settings(self) -> ClientSettings:
+        """How this process's client items serve their scripts."""
+        return ClientSettings(protocol=self.options.protocol, seed=self.options.seed, out=self.out)
+
+    def lane(self, name: str) -> Lane:
+        """The serving peer and shim of a bundled client, started on first use."""
+        if name not in self._lanes:
+            settings = self.client_settings
+            lane = Lane.open(
+                Served(ClientTarget.bundled(name)),
+                serving_of(settings.protocol),
+                settings,
+                self.options.run_id,
+            )
+            self._lanes[name] = self._stack.enter_context(lane)
+        return self._lanes[name]
 
     def _listen(self, event: Any) -> None:
         if isinstance(event, FailureFound):  # the latest: Hypothesis replays the smallest last

@@ -196,6 +196,9 @@ class Serving(Protocol):
     def reader(self, protocol: str) -> Reader:
         """A reader of a client's bytes."""
 
+    def operators(self, protocol: str) -> tuple[str, ...]:
+        """The names of the server-side operators, in the catalogue's order."""
+
     def scripts(
         self, protocol: str, operators: Sequence[str] | None, valid_share: float
     ) -> tuple[int, Callable[[bytes], ServerScript]]:

@@ -389,3 +389,29 @@ def test_1_0_items_serial_and_with_two_workers(pytester: pytest.Pytester, tmp_pa
     assert serial["amqpfuzz.scenarios.1.0::addressing/source/dynamic#1"] == "skipped"
     assert serial["amqpfuzz.fuzz.mutation::frame-size-small"] == "passed"
     assert serial["amqpfuzz.fuzz.method::attach"] == "passed"
+
+
+def test_client_items_serve_scripts_to_a_real_client_serial_and_with_two_workers(
+    pytester: pytest.Pytester,
+) -> None:
+    selected = ["-p", "no:cacheprovider", "--amqp-client", "pika", "--amqp-seed", "1"]
+    selected += ["-k", "valid or frame-end"]
+    for extra in ([], ["-n", "2"]):
+        result = pytester.runpytest(*selected, *extra)
+        result.assert_outcomes(passed=1, failed=1)
+    result = pytester.runpytest(*selected)
+    result.stdout.fnmatch_lines(
+        [
+            "*client pika frame-end*",
+            "pika failed a server script",
+            "oracle:    reaction: frame-end 0x*: the client must close the connection with [[]501[]]*",
+            "signature: reaction:pika:frame-end:connection-close/501->socket-close",
+            "replay:    amqpfuzz replay *client-*.json --client pika",
+        ]
+    )
+
+
+def test_an_unknown_client_is_one_usage_error(pytester: pytest.Pytester) -> None:
+    result = pytester.runpytest("-p", "no:cacheprovider", "--amqp-client", "nosuch")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["ERROR: --amqp-client nosuch: not a bundled client; they are *"])

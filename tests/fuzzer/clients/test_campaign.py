@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from amqpfuzz.fuzzer.clients.campaign import ClientSettings, ClientTarget, run_clients
+from amqpfuzz.fuzzer.clients.campaign import ClientSettings, run_clients
+from amqpfuzz.fuzzer.clients.targets import ClientTarget
 from amqpfuzz.fuzzer.records import read_records
 
 PIKA_SHIM = Path(__file__).parents[3] / "fuzzer" / "clients" / "shims" / "pika_shim.py"

@@ -37,6 +37,9 @@ class Amqp091Serving:
     def reader(self, protocol: str) -> FrameReader:
         return codec_for(_spec(protocol)).reader()
 
+    def operators(self, protocol: str) -> tuple[str, ...]:
+        return tuple(op.name for op in OPERATORS if op.applies_to(_spec(protocol)))
+
     def scripts(
         self, protocol: str, operators: Sequence[str] | None, valid_share: float
     ) -> tuple[int, Callable[[bytes], Script]]:

@@ -1,0 +1,85 @@
+"""Client items (``--amqp-client NAME``): amqpfuzz plays a hostile broker to a client library.
+
+An item per server-side operator of the protocol's family, and one of valid scripts, per client
+(``amqpfuzz::client::pika::frame-end``): each serves :data:`CASES` scripts, drawn from the
+item's seed, to the client's long-lived shim (one per client and pytest process), judged by the
+client oracles and recorded like a client campaign's cases. A failure fails the item with its
+signature and replay command; a failure the client's profile documents makes it ``xfail``.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import pytest
+
+from ..clients.campaign import serving_of
+from ..clients.judge import Judged
+from ..clients.targets import client_targets
+from .items import AmqpItem, ItemFailure, group
+from .session import AmqpSession
+
+__all__ = ["CASES", "ClientFailed", "ClientItem", "client_items"]
+
+CASES = 4  # scripts per item
+
+
+class ClientFailed(ItemFailure):
+    def __init__(self, client: str, judged: Judged, reproducer: str) -> None:
+        super().__init__(judged.signature)
+        self.client, self.judged, self.reproducer = client, judged, reproducer
+
+    def report(self) -> str:
+        return "\n".join(
+            (
+                f"{self.client} failed a server script",
+                f"oracle:    {self.judged.oracle}: {self.judged.message}",
+                f"signature: {self.judged.signature}",
+                f"replay:    amqpfuzz replay {self.reproducer} --client {self.client}",
+            )
+        )
+
+
+class ClientItem(AmqpItem):
+    def __init__(self, *, client: str, operator: str | None, state: AmqpSession, **kw: Any) -> None:
+        super().__init__(**kw)
+        self.client, self.operator, self.state = client, operator, state
+
+    def runtest(self) -> None:
+        lane = self.state.lane(self.client)
+        settings = self.state.client_settings
+        serving = serving_of(settings.protocol)
+        chosen = (self.operator,) if self.operator else None
+        size, build = serving.scripts(settings.protocol, chosen, 0.0 if self.operator else 1.0)
+        rnd = random.Random(self.state.options.seed_for(self.nodeid))
+        known: list[str] = []
+        for _ in range(CASES):
+            judged, verdict = lane.serve(build(rnd.randbytes(size)), settings)
+            if verdict.verdict == "fail":
+                reproducer = lane.outcome.reproducers.get(judged.signature, "")
+                self.properties(verdict="fail", signature=judged.signature, reproducer=reproducer)
+                raise ClientFailed(self.client, judged, str(reproducer))
+            if verdict.verdict == "xfail":
+                known.append(verdict.reason)
+        self.properties(verdict="xfail" if known else "pass", observed=f"{CASES} scripts")
+        if known:
+            pytest.xfail(known[0])
+
+    def reportinfo(self) -> tuple[Any, int | None, str]:
+        return self.path, 0, f"client {self.client} {self.operator or 'valid'}"
+
+
+def client_items(parent: pytest.Collector, state: AmqpSession) -> list[pytest.Item]:
+    protocol = state.options.protocol
+    names = serving_of(protocol).operators(protocol)
+    items: list[pytest.Item] = []
+    for client in client_targets(state.options.clients):
+        under = group(parent, client.name)
+        for operator in (None, *names):
+            item = ClientItem.from_parent(
+                under, name=operator or "valid", client=client.name, operator=operator, state=state
+            )
+            item.add_marker("amqp_client")
+            items.append(item)
+    return items
