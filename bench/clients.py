@@ -39,7 +39,7 @@ def emit(**line: Any) -> None:
 
 def long_lived(name: str, seconds: float, seed: int) -> float:
     with tempfile.TemporaryDirectory(prefix="amqpfuzz-bench-clients-") as out:
-        settings = ClientSettings(duration=seconds, seed=seed, out=Path(out))
+        settings = ClientSettings(duration=seconds, seed=seed, out=Path(out), shrink=False)
         (outcome,) = run_clients([ClientTarget.bundled(name)], settings)
     return outcome.cases / outcome.elapsed
 

@@ -52,6 +52,7 @@ def serve_clients(
         operators=operators,
         out=Path(options["out"]),
         profile=options.get("profile"),
+        shrink=not options["no_shrink"],
     )
     for client in clients:  # a profile that cannot be read: one line before anything starts
         client_profile(client.name, settings.profile)

@@ -34,6 +34,7 @@ from ..records.writer import RecordWriter
 from .judge import Judged, judge
 from .process import ShimProcess
 from .shims import ClientError
+from .shrink import shrink_script
 from .targets import ClientTarget
 
 __all__ = [
@@ -66,6 +67,8 @@ class ClientSettings:
     operators: tuple[str, ...] | None = None
     out: Path = Path("amqpfuzz-out")
     profile: str | None = None  # a bundled client's name or a path; "none": none; None: by client
+    shrink: bool = True  # a new signature's script shrunk before its reproducer is written
+    shrink_budget: float = 10.0  # seconds per signature
 
 
 @dataclass
@@ -186,7 +189,7 @@ def run_clients(
             script = build(rnd.randbytes(size))
             judged = {}
             for lane in lanes:
-                judged[lane.outcome.client.name], _ = lane.serve(script, settings)
+                judged[lane.outcome.client.name], _ = lane.serve(script, settings, build)
                 if on_case is not None:
                     on_case(lane.outcome.client, judged[lane.outcome.client.name])
             result.cases += 1
@@ -269,6 +272,12 @@ class Lane:
     target: dict[str, Any]
     profile: Profile | None
 
+    def play(self, timeout: float) -> Callable[[ServerScript], Judged]:
+        """Serving a script to this lane's client and judging it, unrecorded."""
+        return lambda script: play_one(self.peer, self.shim, self.outcome.client, script, timeout)[
+            0
+        ]
+
     @classmethod
     @contextlib.contextmanager
     def open(
@@ -290,9 +299,14 @@ class Lane:
         finally:
             peer.close()
 
-    def serve(self, script: ServerScript, settings: ClientSettings) -> tuple[Judged, Verdict]:
-        """One case: served, judged against the client's profile, recorded (a reproducer for
-        a new signature)."""
+    def serve(
+        self,
+        script: ServerScript,
+        settings: ClientSettings,
+        build: Callable[[bytes], ServerScript] | None = None,
+    ) -> tuple[Judged, Verdict]:
+        """One case: served, judged against the client's profile, recorded; a new signature's
+        reproducer holds its script shrunk (by ``build``, with ``settings.shrink``)."""
         outcome, client, started = self.outcome, self.outcome.client, time.monotonic()
         judged, ex = play_one(self.peer, self.shim, client, script, settings.timeout)
         outcome.cases += 1
@@ -309,7 +323,12 @@ class Lane:
             outcome.failures[judged.signature] += 1
             outcome.messages.setdefault(judged.signature, judged.message)
             if judged.signature not in outcome.reproducers:
-                path = _reproduce(settings.out, client, settings, script, judged)
+                kept = (script, judged)
+                if settings.shrink and build is not None:
+                    play = self.play(settings.timeout)
+                    budget = settings.shrink_budget
+                    kept = shrink_script(play, build, script, judged.signature, budget) or kept
+                path = _reproduce(settings.out, client, settings, *kept)
                 outcome.reproducers[judged.signature] = path
             reproducer = str(outcome.reproducers[judged.signature])
         failure = (

@@ -211,7 +211,9 @@ class AmqpSession:
     @property
     def client_settings(self) -> ClientSettings:
         """How this process's client items serve their scripts."""
-        return ClientSettings(protocol=self.options.protocol, seed=self.options.seed, out=self.out)
+        return ClientSettings(
+            protocol=self.options.protocol, seed=self.options.seed, out=self.out, shrink=False
+        )
 
     def lane(self, name: str) -> Lane:
         """The serving peer and shim of a bundled client, started on first use."""

@@ -3,6 +3,7 @@ the oracles that watch a shim (crash, hang) against small misbehaving shims of o
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -29,7 +30,9 @@ def _records(out: Path) -> list[dict[str, object]]:
 
 
 def test_pika_takes_valid_scripts_and_every_case_is_a_record(tmp_path: Path) -> None:
-    settings = ClientSettings(max_cases=8, duration=60, seed=1, valid_share=1.0, out=tmp_path)
+    settings = ClientSettings(
+        shrink=False, max_cases=8, duration=60, seed=1, valid_share=1.0, out=tmp_path
+    )
     (outcome,) = run_clients([PIKA], settings)
     assert outcome.cases == 8
     assert not outcome.failures, outcome.messages
@@ -42,7 +45,13 @@ def test_pika_takes_valid_scripts_and_every_case_is_a_record(tmp_path: Path) -> 
 
 def test_a_broken_frame_end_must_be_refused_with_frame_error(tmp_path: Path) -> None:
     settings = ClientSettings(
-        max_cases=3, duration=60, seed=1, valid_share=0.0, operators=("frame-end",), out=tmp_path
+        shrink=False,
+        max_cases=3,
+        duration=60,
+        seed=1,
+        valid_share=0.0,
+        operators=("frame-end",),
+        out=tmp_path,
     )
     (outcome,) = run_clients([PIKA], settings)
     # pika drops the socket where the specification wants connection.close with frame-error
@@ -55,6 +64,20 @@ def test_a_broken_frame_end_must_be_refused_with_frame_error(tmp_path: Path) -> 
     assert "still failing: reaction:pika:frame-end:" in again.stdout
 
 
+def test_a_failing_script_is_shrunk_before_its_reproducer_is_written(tmp_path: Path) -> None:
+    settings = ClientSettings(
+        max_cases=1, duration=60, seed=3, valid_share=0.0, operators=("frame-end",),
+        out=tmp_path, profile="none", shrink_budget=8.0,
+    )  # fmt: skip
+    (outcome,) = run_clients([PIKA], settings)
+    ((signature, path),) = outcome.reproducers.items()
+    found = bytes.fromhex(_records(tmp_path)[0]["blob"])  # type: ignore[arg-type]
+    shrunk = bytes.fromhex(json.loads(path.read_text())["blob"])
+    assert shrunk != found and shrunk.count(0) > found.count(0)
+    again = _replay(path)  # the shrunk script fails as the one found did
+    assert again.returncode == 1 and f"still failing: {signature}" in again.stdout
+
+
 def test_a_profile_makes_a_documented_deviation_known_not_a_failure(tmp_path: Path) -> None:
     profile = tmp_path / "lenient.toml"
     profile.write_text(
@@ -63,6 +86,7 @@ def test_a_profile_makes_a_documented_deviation_known_not_a_failure(tmp_path: Pa
         'reason = "pika drops the socket on a frame it cannot read, with no close code"\n'
     )
     settings = ClientSettings(
+        shrink=False,
         max_cases=2, duration=60, seed=1, valid_share=0.0, operators=("frame-end",),
         out=tmp_path / "out", profile=str(profile),
     )  # fmt: skip
@@ -106,7 +130,13 @@ def _shim(tmp_path: Path, name: str, source: str) -> ClientTarget:
 def test_a_shim_that_dies_is_a_crash_and_is_started_again(tmp_path: Path) -> None:
     shim = _shim(tmp_path, "crashing", CRASHING)
     settings = ClientSettings(
-        max_cases=2, duration=60, seed=1, valid_share=1.0, timeout=2.0, out=tmp_path / "out"
+        shrink=False,
+        max_cases=2,
+        duration=60,
+        seed=1,
+        valid_share=1.0,
+        timeout=2.0,
+        out=tmp_path / "out",
     )
     (outcome,) = run_clients([shim], settings)
     assert outcome.cases == 2
@@ -116,7 +146,9 @@ def test_a_shim_that_dies_is_a_crash_and_is_started_again(tmp_path: Path) -> Non
 
 def test_a_crash_reproducer_served_to_a_sound_client_is_fixed(tmp_path: Path) -> None:
     shim = _shim(tmp_path, "crashing", CRASHING)
-    settings = ClientSettings(max_cases=1, duration=60, seed=1, valid_share=1.0, out=tmp_path)
+    settings = ClientSettings(
+        shrink=False, max_cases=1, duration=60, seed=1, valid_share=1.0, out=tmp_path
+    )
     (outcome,) = run_clients([shim], settings)
     (reproducer,) = outcome.reproducers.values()
     fixed = _replay(reproducer, "--client-command", f"{sys.executable} {PIKA_SHIM} {{url}}")
@@ -144,7 +176,13 @@ def _replay(path: Path, *args: str) -> subprocess.CompletedProcess[str]:
 def test_a_shim_that_stops_answering_is_a_hang(tmp_path: Path) -> None:
     shim = _shim(tmp_path, "stalling", STALLING)
     settings = ClientSettings(
-        max_cases=1, duration=60, seed=1, valid_share=1.0, timeout=1.0, out=tmp_path / "out"
+        shrink=False,
+        max_cases=1,
+        duration=60,
+        seed=1,
+        valid_share=1.0,
+        timeout=1.0,
+        out=tmp_path / "out",
     )
     (outcome,) = run_clients([shim], settings)
     assert [s.split(":")[0] for s in outcome.failures] == ["hang"]
@@ -222,7 +260,9 @@ def test_several_clients_get_the_same_scripts_and_their_differences_are_recorded
     tmp_path: Path,
 ) -> None:
     crashing = _shim(tmp_path, "crashing", CRASHING)
-    settings = ClientSettings(max_cases=2, duration=60, seed=1, valid_share=1.0, out=tmp_path)
+    settings = ClientSettings(
+        shrink=False, max_cases=2, duration=60, seed=1, valid_share=1.0, out=tmp_path
+    )
     result = run_clients([PIKA, crashing], settings)
     assert result.cases == 2 and [o.cases for o in result] == [2, 2]
     assert dict(result.divergences) == {"differential:valid:crashing=crash,pika=as-required": 2}
