@@ -68,7 +68,8 @@ class ClientSettings:
     out: Path = Path("amqpfuzz-out")
     profile: str | None = None  # a bundled client's name or a path; "none": none; None: by client
     shrink: bool = True  # a new signature's script shrunk before its reproducer is written
-    shrink_budget: float = 10.0  # seconds per signature
+    shrink_budget: float = 10.0  # seconds per signature at most
+    shrink_share: float = 0.3  # of the duration, at most, spent shrinking (per client)
 
 
 @dataclass
@@ -80,6 +81,7 @@ class Outcome:
     restarts: int = 0
     failures: Counter[str] = field(default_factory=Counter)
     known: Counter[str] = field(default_factory=Counter)  # failures its profile documents
+    shrinking: float = 0.0  # seconds spent shrinking
     messages: dict[str, str] = field(default_factory=dict)
     reproducers: dict[str, Path] = field(default_factory=dict)
     elapsed: float = 0.0
@@ -324,10 +326,12 @@ class Lane:
             outcome.messages.setdefault(judged.signature, judged.message)
             if judged.signature not in outcome.reproducers:
                 kept = (script, judged)
-                if settings.shrink and build is not None:
-                    play = self.play(settings.timeout)
-                    budget = settings.shrink_budget
+                allowance = settings.shrink_share * settings.duration - outcome.shrinking
+                budget = min(settings.shrink_budget, allowance)
+                if settings.shrink and build is not None and budget > 0:
+                    play, began = self.play(settings.timeout), time.monotonic()
                     kept = shrink_script(play, build, script, judged.signature, budget) or kept
+                    outcome.shrinking += time.monotonic() - began
                 path = _reproduce(settings.out, client, settings, *kept)
                 outcome.reproducers[judged.signature] = path
             reproducer = str(outcome.reproducers[judged.signature])
