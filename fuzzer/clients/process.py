@@ -15,6 +15,7 @@ import ctypes
 import json
 import os
 import queue
+import re
 import signal
 import subprocess
 import threading
@@ -29,6 +30,7 @@ from amqpfuzz.spec import AmqpfuzzError
 __all__ = ["Died", "ShimError", "ShimProcess"]
 
 FINAL = ("closed", "error")  # the events that end a case
+_RUBY = re.compile(r"^\S+:\d+:in .*\(([A-Z][\w:]*)\)$")
 _PR_SET_PDEATHSIG = 1
 
 
@@ -57,6 +59,9 @@ class Died:
             return f"signal {-self.status}"
         if self.last.startswith("panic:"):
             return self.last[:80]
+        ruby = _RUBY.search(self.last)  # path:line:in `where': message (Class)
+        if ruby is not None:
+            return ruby.group(1)
         return self.last.split(":", 1)[0].strip()[:80] or f"exit {self.status}"
 
 
@@ -145,12 +150,7 @@ class ShimProcess:
         if status is None:
             return None
         time.sleep(0.05)  # the stderr thread's last lines
-        lines = [line for line in self.stderr if line.strip()]
-        # a Go panic says what it is first, its stack after; anything else says it last
-        last = next(
-            (line for line in lines if line.startswith("panic:")), lines[-1] if lines else ""
-        )
-        return Died(status, last)
+        return Died(status, _what_ended(list(self.stderr)))
 
     def rss(self) -> int:
         """Resident memory of the shim's process group, in bytes (0 once it ended)."""
@@ -173,6 +173,18 @@ class ShimProcess:
             os.killpg(self.proc.pid, signal.SIGKILL)
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.proc.wait(timeout=5)
+
+
+def _what_ended(stderr: list[str]) -> str:
+    """The line of a shim's last words that says what ended it: a Go panic's first; else the
+    last line that is not a frame of a stack (indented, as Python's, Ruby's and Node's are),
+    which is Python's exception and Ruby's first line."""
+    lines = [line for line in stderr if line.strip()]
+    panic = next((line for line in lines if line.startswith("panic:")), None)
+    if panic is not None:
+        return panic
+    unindented = [line for line in lines if not line[:1].isspace()]
+    return (unindented or lines or [""])[-1]
 
 
 def _group(pgid: int) -> list[int]:

@@ -394,19 +394,21 @@ def test_1_0_items_serial_and_with_two_workers(pytester: pytest.Pytester, tmp_pa
 def test_client_items_serve_scripts_to_a_real_client_serial_and_with_two_workers(
     pytester: pytest.Pytester,
 ) -> None:
-    selected = ["-p", "no:cacheprovider", "--amqp-client", "pika", "--amqp-seed", "1"]
-    selected += ["-k", "valid or frame-end"]
+    selected = ["-p", "no:cacheprovider", "--amqp-client", "pika", "--amqp-seed", "1", "-rx"]
+    selected += ["-k", "valid or frame-end or tune-frame-max-small"]
     for extra in ([], ["-n", "2"]):
         result = pytester.runpytest(*selected, *extra)
-        result.assert_outcomes(passed=1, failed=1)
+        # valid scripts pass, a deviation pika's profile documents is an xfail, a crash fails
+        result.assert_outcomes(passed=1, xfailed=1, failed=1)
     result = pytester.runpytest(*selected)
     result.stdout.fnmatch_lines(
         [
-            "*client pika frame-end*",
+            "*client pika tune-frame-max-small*",
             "pika failed a server script",
-            "oracle:    reaction: frame-end 0x*: the client must close the connection with [[]501[]]*",
-            "signature: reaction:pika:frame-end:connection-close/501->socket-close",
+            "oracle:    crash: the shim died (1): ValueError: *",
+            "signature: crash:pika:tune-frame-max-small:connection-close/502|530->ValueError",
             "replay:    amqpfuzz replay *client-*.json --client pika",
+            "XFAIL amqpfuzz::client::pika::frame-end - pika drops the socket on a server frame*",
         ]
     )
 

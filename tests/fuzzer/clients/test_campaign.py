@@ -52,6 +52,7 @@ def test_a_broken_frame_end_must_be_refused_with_frame_error(tmp_path: Path) -> 
         valid_share=0.0,
         operators=("frame-end",),
         out=tmp_path,
+        profile="none",  # not pika's bundled one, which documents this deviation
     )
     (outcome,) = run_clients([PIKA], settings)
     # pika drops the socket where the specification wants connection.close with frame-error
@@ -76,6 +77,17 @@ def test_a_failing_script_is_shrunk_before_its_reproducer_is_written(tmp_path: P
     assert shrunk != found and shrunk.count(0) > found.count(0)
     again = _replay(path)  # the shrunk script fails as the one found did
     assert again.returncode == 1 and f"still failing: {signature}" in again.stdout
+
+
+def test_pikas_bundled_profile_documents_its_socket_drop(tmp_path: Path) -> None:
+    settings = ClientSettings(
+        shrink=False, max_cases=2, duration=60, seed=1, valid_share=0.0,
+        operators=("frame-end",), out=tmp_path,
+    )  # fmt: skip
+    (outcome,) = run_clients([PIKA], settings)
+    assert not outcome.failures
+    assert list(outcome.known) == ["reaction:pika:frame-end:connection-close/501->socket-close"]
+    assert {r["profile"] for r in _records(tmp_path)} == {"pika"}
 
 
 def test_a_profile_makes_a_documented_deviation_known_not_a_failure(tmp_path: Path) -> None:
