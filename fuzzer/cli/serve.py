@@ -8,6 +8,7 @@ replay command, and exit status 1 when something failed (2: bad input).
 from __future__ import annotations
 
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +36,9 @@ def serve_clients(
     serving = serving_of(protocol)
     if options["urls"] or options["kinds"]:
         raise BadInput("--client plays the broker itself: give no --url or --broker")
+    master, shards = options.get("master"), options.get("shards", 1)
+    if master is None and shards != 1:
+        raise BadInput("--shards splits a Spark campaign: give --spark MASTER")
     clients = client_targets(names, commands)
     operators = (
         tuple(o.strip() for o in options["operators"].split(","))
@@ -57,6 +61,13 @@ def serve_clients(
     for client in clients:  # a profile that cannot be read: one line before anything starts
         client_profile(client.name, settings.profile)
     console = make_console()
+    if master is not None:
+        from .spark import run_spark_clients  # (pyspark loads only for a run on Spark)
+
+        return run_spark_clients(
+            master, uuid.uuid4().hex[:12], settings, clients=names, commands=commands,
+            shards=shards, console=console,
+        )  # fmt: skip
     console.print(
         f"amqpfuzz: client campaign, seed {settings.seed}, {settings.duration:g} s per client: {', '.join(c.name for c in clients)}"
     )

@@ -1,7 +1,8 @@
 """``amqpfuzz run --spark MASTER``: the campaign split into shards, run as a Spark job.
 
 Each ``--url`` and each ``--broker`` (a throwaway broker the shard starts on its executor) is
-fuzzed by ``--shards`` shards, each with its own seed and the whole ``--duration``. The driver
+fuzzed by ``--shards`` shards, each with its own seed and the whole ``--duration``; with
+``--client``, each client library is, by as many shards (amqpfuzz playing the broker to it). The driver
 shows the shards done, cases, failures and distinct signatures as shards finish, writes the
 run's totals beside the output, and prints the summary; a shard that could not run is one line.
 """
@@ -10,20 +11,24 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Sequence
 from typing import Any
 
 from rich.console import Console
 
-from ..cluster import SparkRun, plan, run_on_spark
+from ..clients.campaign import ClientSettings, Differential, Outcome
+from ..cluster import ClientShard, Shard, SparkRun, plan, plan_clients, run_on_spark
+from ..cluster.clients import outcome_of
 from ..cluster.job import SUBMITTED, SparkProgress
 from ..engine.campaign import CampaignSettings
 from ..engine.events import RunFinished, TargetSummary
 from ..recording import write_totals
 from ..spark import SessionError, local_session
 from .console import BadInput
+from .serve import summary as client_summary
 from .summary import summarize
 
-__all__ = ["run_spark"]
+__all__ = ["run_spark", "run_spark_clients"]
 
 
 # The driver plans shards and reads summaries (the records never pass through it), and a local
@@ -55,6 +60,55 @@ def run_spark(
         run_id, settings, urls=urls, brokers=brokers, shards=shards, profile=profile,
         allow_remote=allow_remote, coverage=coverage,
     )  # fmt: skip
+    result = _job(master, run_id, work, out, console, settings.seed)
+    local = result.output.rsplit("/spark-", 1)[0]
+    if "://" not in local or local.startswith("file:"):
+        write_totals(local.removeprefix("file:"), run_id, settings.protocol)
+    return _summary(result, console, settings.seed)
+
+
+def run_spark_clients(
+    master: str,
+    run_id: str,
+    settings: ClientSettings,
+    *,
+    clients: tuple[str, ...],
+    commands: tuple[str, ...],
+    shards: int,
+    console: Console,
+) -> int:
+    """A client campaign on ``master``: a shard per client and seed; the client summary of
+    them all (a client's shards together), the exit status (1: failures found)."""
+    work = plan_clients(run_id, settings, clients, commands, shards)
+    result = _job(master, run_id, work, str(settings.out), console, settings.seed)
+    for error in result.errors:
+        console.print(f"amqpfuzz: error: {error}", highlight=False, markup=False)
+    if result.errors and not result.summaries:
+        raise BadInput(result.errors[0])
+    base = result.output.rsplit("/spark-", 1)[0]
+    merged: dict[str, Outcome] = {}
+    for found in result.summaries:
+        outcome = outcome_of(found, f"{base}/reproducers")
+        merged[outcome.client.name] = (
+            merged[outcome.client.name].merge(outcome) if outcome.client.name in merged else outcome
+        )
+    outcomes = Differential(list(merged.values()))
+    for table in client_summary(outcomes):
+        console.print(table)
+    console.print(f"records in {result.output}", highlight=False)
+    return 1 if result.errors or any(o.failures for o in outcomes) else 0
+
+
+def _job(
+    master: str,
+    run_id: str,
+    work: Sequence[Shard | ClientShard],
+    out: str,
+    console: Console,
+    seed: int,
+) -> SparkRun:
+    """The shards run on ``master``'s session (made here, stopped after), their progress
+    shown as shards finish."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # executors run this interpreter
     if master.startswith("sc://"):
         raise BadInput(
@@ -73,8 +127,7 @@ def run_spark(
         raise BadInput(str(exc)) from None
     console.print(
         f"amqpfuzz run {run_id} on Spark ({master}): {len(work)} shard(s), seeds "
-        f"{settings.seed}..{settings.seed + len(work) - 1}: "
-        + ", ".join(sorted({s.where for s in work})),
+        f"{seed}..{seed + len(work) - 1}: " + ", ".join(sorted({s.where for s in work})),
         highlight=False,
     )
 
@@ -86,13 +139,9 @@ def run_spark(
         )
 
     try:
-        result = run_on_spark(spark, work, out, progress=show)
+        return run_on_spark(spark, work, out, progress=show)
     finally:
         spark.stop()
-    local = result.output.rsplit("/spark-", 1)[0]
-    if "://" not in local or local.startswith("file:"):
-        write_totals(local.removeprefix("file:"), run_id, settings.protocol)
-    return _summary(result, console, settings.seed)
 
 
 def _summary(result: SparkRun, console: Console, seed: int) -> int:

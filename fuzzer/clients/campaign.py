@@ -86,6 +86,20 @@ class Outcome:
     reproducers: dict[str, Path] = field(default_factory=dict)
     elapsed: float = 0.0
 
+    def merge(self, other: Outcome) -> Outcome:
+        """Two campaigns' outcomes on the same client as one (Spark shards: other seeds)."""
+        return Outcome(
+            self.client,
+            self.cases + other.cases,
+            self.restarts + other.restarts,
+            self.failures + other.failures,
+            self.known + other.known,
+            self.shrinking + other.shrinking,
+            other.messages | self.messages,
+            other.reproducers | self.reproducers,
+            self.elapsed + other.elapsed,
+        )
+
 
 def client_profile(client: str, choice: str | None) -> Profile | None:
     """The profile of a client's known deviations: ``choice`` (a bundled name or a path;
@@ -167,21 +181,28 @@ def run_clients(
     clients: Sequence[ClientTarget],
     settings: ClientSettings,
     on_case: Callable[[ClientTarget, Judged], None] | None = None,
+    *,
+    run_id: str | None = None,
+    worker: str | None = None,
 ) -> Differential:
     """A campaign of ``settings.duration``: each script served to every client in turn (each
     a lane: its shim, its peer, its records), their reactions compared where there are
-    several."""
+    several. ``run_id`` and ``worker`` (what the record files are named by: a client's is
+    ``<worker>-<client>``) default to a new run and this process."""
     serving = serving_of(settings.protocol)
     size, build = serving.scripts(settings.protocol, settings.operators, settings.valid_share)
-    run_id = uuid.uuid4().hex[:12]
+    run_id = run_id or uuid.uuid4().hex[:12]
+    worker = worker or worker_name()
     (settings.out / "reproducers").mkdir(parents=True, exist_ok=True)
     rnd = random.Random(f"{settings.seed}:{'+'.join(c.name for c in clients)}")
     result = Differential([Outcome(c) for c in clients])
     started = time.monotonic()
     with contextlib.ExitStack() as stack:
-        lanes = [stack.enter_context(Lane.open(o, serving, settings, run_id)) for o in result]
+        lanes = [
+            stack.enter_context(Lane.open(o, serving, settings, run_id, worker)) for o in result
+        ]
         differ = (
-            stack.enter_context(RecordWriter(settings.out, run_id, f"{worker_name()}-differential"))
+            stack.enter_context(RecordWriter(settings.out, run_id, f"{worker}-differential"))
             if len(lanes) > 1
             else None
         )
@@ -283,15 +304,20 @@ class Lane:
     @classmethod
     @contextlib.contextmanager
     def open(
-        cls, outcome: Outcome, serving: Serving, settings: ClientSettings, run_id: str
+        cls,
+        outcome: Outcome,
+        serving: Serving,
+        settings: ClientSettings,
+        run_id: str,
+        worker: str | None = None,
     ) -> Iterator[Lane]:
         client = outcome.client
         peer = serving.peer(settings.protocol)
         try:
             shim = ShimProcess(client.argv(peer.url))
             try:
-                worker = f"{worker_name()}-{client.name}"
-                with RecordWriter(settings.out, run_id, worker) as writer:
+                named = f"{worker or worker_name()}-{client.name}"
+                with RecordWriter(settings.out, run_id, named) as writer:
                     target = client.as_target(peer.url, settings.protocol)
                     profile = client_profile(client.name, settings.profile)
                     yield cls(outcome, peer, shim, writer, run_id, target, profile)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,6 +29,7 @@ from pyspark.sql.types import StringType, StructField, StructType
 
 from amqpfuzz.spec import AmqpfuzzError
 
+from .clients import ClientShard, run_client_shard
 from .shards import Shard
 from .task import Row, run_shard
 
@@ -85,7 +86,7 @@ def _local(out: str) -> Path | None:
 
 def run_on_spark(
     spark: SparkSession,
-    shards: list[Shard],
+    shards: Sequence[Shard | ClientShard],
     out: str,
     progress: Callable[[SparkProgress], None] | None = None,
     poll: float = 0.5,
@@ -145,9 +146,11 @@ def run_on_spark(
     return _collect(spark, target, local)
 
 
-def _rows(shard: Shard, out: str) -> list[Row]:
+def _rows(shard: Shard | ClientShard, out: str) -> list[Row]:
     """A shard's rows; a shard that cannot go on, one ``errors`` row that says why."""
     try:
+        if isinstance(shard, ClientShard):
+            return run_client_shard(shard, out)
         return list(run_shard(shard, out))
     except AmqpfuzzError as exc:  # its first line: a broker's error goes on with its log
         why = (str(exc).strip().splitlines() or [type(exc).__name__])[0]

@@ -33,7 +33,7 @@ from ..recording import RecordHandler
 from ..records import RecordWriter
 from .shards import Shard
 
-__all__ = ["Row", "run_shard"]
+__all__ = ["Row", "records_rows", "reproducer_rows", "run_shard"]
 
 Row = tuple[str, str, str]  # (output, name, one line of text)
 
@@ -45,10 +45,10 @@ def run_shard(shard: Shard, out: str, tick: Callable[[Any], None] | None = None)
         finished: list[RunFinished] = []
         records, coverage = _campaign(shard, Path(scratch), finished.append, tick)
         # (the throwaway broker is gone by now: the rows are written without it)
-        yield from _records(records, Path(scratch) / "reproducers", out)
+        yield from records_rows(records, Path(scratch) / "reproducers", out)
         if coverage is not None:
             yield from _coverage(coverage)
-        yield from _reproducers(Path(scratch) / "reproducers")
+        yield from reproducer_rows(Path(scratch) / "reproducers")
         yield _summary(shard, finished)
 
 
@@ -96,7 +96,8 @@ def _campaign(
     return records, handler.coverage.path if handler.coverage is not None else None
 
 
-def _records(path: Path, scratch: Path, out: str) -> Iterator[Row]:
+def records_rows(path: Path, scratch: Path, out: str) -> Iterator[Row]:
+    """A record file's records as rows, a reproducer under ``scratch`` moved to ``out``'s."""
     final = f"{out.rstrip('/')}/reproducers"
     with path.open(encoding="utf-8") as lines:
         for line in lines:
@@ -116,7 +117,8 @@ def _coverage(path: Path) -> Iterator[Row]:
                 yield "coverage", name, json.dumps(record, separators=(",", ":"))
 
 
-def _reproducers(directory: Path) -> Iterator[Row]:
+def reproducer_rows(directory: Path) -> Iterator[Row]:
+    """Each reproducer file in ``directory``, its name and content, as one row."""
     for path in sorted(directory.glob("*.json")) if directory.is_dir() else []:
         data = json.loads(path.read_text(encoding="utf-8"))
         line = json.dumps({"name": path.name, "content": data}, separators=(",", ":"))

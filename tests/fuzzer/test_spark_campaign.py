@@ -188,6 +188,43 @@ def test_a_shard_that_cannot_reach_its_broker_is_one_line_and_the_others_finish(
     assert {shard_of(r) for r in records_of(tmp_path / "out")} == {"s1"}
 
 
+def test_client_campaigns_on_spark_a_shard_per_client_and_seed_read_by_the_report(
+    spark_retrying: Any, tmp_path: Path
+) -> None:
+    """A client library per shard (amqpfuzz playing the broker to its shim on the executor):
+    each shard's records once, its reproducers put in place, its outcome in its summary; the
+    nightly report reads the clients as targets, with their library's version."""
+    from amqpfuzz.fuzzer.clients.campaign import ClientSettings
+    from amqpfuzz.fuzzer.clients.shims import version
+    from amqpfuzz.fuzzer.cluster import plan_clients
+    from amqpfuzz.reports.job import run as report
+
+    out = tmp_path / "out"
+    settings = ClientSettings(duration=3.0, seed=40, timeout=2.0, shrink=False, out=out)
+    shards = plan_clients("clients00001", settings, ("pika", "rabbitmq-c"))
+    assert [(s.client, s.settings.seed) for s in shards] == [("pika", 40), ("rabbitmq-c", 41)]
+    result = run_on_spark(spark_retrying, shards, str(out))
+    assert not result.errors
+    records = records_of(out)
+    assert len({r["record_id"] for r in records}) == len(records)
+    by_client = Counter(r["target"]["label"] for r in records)
+    assert set(by_client) == {"pika", "rabbitmq-c"}
+    assert {r["kind"] for r in records} == {"client"}
+    for summary in result.summaries:
+        found = summary["outcome"]
+        assert found["cases"] == by_client[found["client"]] > 0  # every case recorded, once
+        assert found["version"] == version(found["client"])
+        for name in found["reproducers"].values():
+            assert load_reproducer(out / "reproducers" / name)["kind"] == "client"
+    summary = report(spark_retrying, [str(out)], str(tmp_path / "report"))
+    assert summary.records == len(records)
+    page = (tmp_path / "report" / "report.html").read_text()
+    targets = page[page.index('id="targets"') : page.index('id="new"')]
+    assert "<td>pika</td>" in targets and "<td>rabbitmq-c</td>" in targets
+    for client in ("pika", "rabbitmq-c"):  # the runs: each client with its library's version
+        assert escape(f"{version(client)} · AMQP 0-9-1") in page
+
+
 def test_the_same_campaign_under_spark_submit(tmp_path: Path) -> None:
     """``spark-submit`` with the submit script and ``amqpfuzz run``'s options: the session is
     spark-submit's; the records and totals land as with ``--spark``."""
@@ -216,6 +253,7 @@ def test_the_same_campaign_under_spark_submit(tmp_path: Path) -> None:
         (["--shards", "2", "--broker", "rabbitmq"], "--shards splits a Spark campaign"),
         (["--broker", "rabbitmq", "--broker", "garagemq"], "one --broker at a time"),
         (["--spark", "local[2]", "--kind", "stateful"], "--spark runs fuzz campaigns"),
+        (["--client", "pika", "--shards", "2"], "--shards splits a Spark campaign"),
     ],
 )  # fmt: skip
 def test_what_a_spark_run_refuses_is_one_line(args: list[str], says: str, tmp_path: Path) -> None:
