@@ -10,10 +10,11 @@ BIN := $(VENV)/bin
 # of captured AMQP frames, with text2pcap) and a C compiler with Python's headers (pip builds
 # python-qpid-proton from its source), and the Qpid Proton example broker (an AMQP 1.0 peer);
 # the client libraries the client campaigns fuzz and what builds or runs their shims: rabbitmq-c,
-# Go with amqp091-go (GOPATH mode), PHP with php-amqplib, Ruby with Bunny (Node is the machine's).
+# Go with amqp091-go (GOPATH mode), PHP with php-amqplib, Ruby with Bunny, and the AMQP 1.0
+# uamqp (its C core under the system's Python); Node is the machine's, python-qpid-proton pip's.
 DEBS := rabbitmq-server garagemq openjdk-17-jre-headless chromium openssl tshark gcc python3-dev \
   libqpid-proton11-dev-examples librabbitmq-dev golang-go golang-github-rabbitmq-amqp091-go-dev \
-  php-cli php-amqplib ruby ruby-bunny
+  php-cli php-amqplib ruby ruby-bunny python3-uamqp
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 STAMP := $(VENV)/.installed
 CLIENTS := $(VENV)/.clients

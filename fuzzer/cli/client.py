@@ -21,12 +21,13 @@ def client_group() -> None:
 def client_list() -> None:
     """The clients, their libraries' versions and whether their shims are built."""
     table = Table(title=f"amqpfuzz clients (built in {build_root()})", title_justify="left")
-    for column in ("client", "language", "library", "version", "built"):
+    for column in ("client", "protocol", "language", "library", "version", "built"):
         table.add_column(column, overflow="fold")
     for name, item in SHIMS.items():
         built = is_built(name)
         table.add_row(
             name,
+            item.protocol,
             item.language,
             item.library,
             version(name) or "not installed",

@@ -99,7 +99,9 @@ def _replay_client(
     if command is None and name is None and data["client"] not in SHIMS:
         command = shlex.join(data.get("command") or [])  # anyone's shim, as the campaign ran it
     names = (name or data["client"],) if command is None else ()
-    (client,) = client_targets(names, (command,) if command is not None else ())
+    (client,) = client_targets(
+        names, (command,) if command is not None else (), str(data["protocol"])
+    )
     judged = replay_client(data, client, timeout)
     click.echo(f"expected: {data.get('expected', {}).get('text', '?')}")
     click.echo(f"observed: {describe(judged.observed)}")

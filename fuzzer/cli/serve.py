@@ -39,7 +39,7 @@ def serve_clients(
     master, shards = options.get("master"), options.get("shards", 1)
     if master is None and shards != 1:
         raise BadInput("--shards splits a Spark campaign: give --spark MASTER")
-    clients = client_targets(names, commands)
+    clients = client_targets(names, commands, protocol)
     operators = (
         tuple(o.strip() for o in options["operators"].split(","))
         if options.get("operators")

@@ -15,10 +15,12 @@ from __future__ import annotations
 import contextlib
 import random
 import socket
+import threading
 import time
 import uuid
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -54,6 +56,7 @@ __all__ = [
 DEVIATIONS = Path(__file__).parent / "deviations"  # a profile per bundled client, by its name
 MEMORY_BOUND = 1 << 30  # a shim growing by more than this on one case is a resource failure
 CONNECT_GRACE = 15.0  # how long a (re)started shim may take to connect
+SHRINKING = threading.Lock()
 
 
 @dataclass(frozen=True)
@@ -201,6 +204,7 @@ def run_clients(
         lanes = [
             stack.enter_context(Lane.open(o, serving, settings, run_id, worker)) for o in result
         ]
+        pool = stack.enter_context(ThreadPoolExecutor(len(lanes), thread_name_prefix="lane"))
         differ = (
             stack.enter_context(RecordWriter(settings.out, run_id, f"{worker}-differential"))
             if len(lanes) > 1
@@ -210,11 +214,20 @@ def run_clients(
             if settings.max_cases is not None and result.cases >= settings.max_cases:
                 break
             script = build(rnd.randbytes(size))
-            judged = {}
-            for lane in lanes:
-                judged[lane.outcome.client.name], _ = lane.serve(script, settings, build)
+            shrinking = [lane.outcome.shrinking for lane in lanes]
+            # every client plays the script at once: a shim waiting for its turn would reach
+            # its own connect timeout while the others played theirs
+            served = [
+                f.result() for f in [pool.submit(x.serve, script, settings, build) for x in lanes]
+            ]
+            judged = {x.outcome.client.name: j for x, (j, _) in zip(lanes, served, strict=True)}
+            for lane, before in zip(lanes, shrinking, strict=True):
                 if on_case is not None:
                     on_case(lane.outcome.client, judged[lane.outcome.client.name])
+                if lane.outcome.shrinking > before:  # the others waited: their shims afresh
+                    for other in lanes:
+                        if other is not lane:
+                            other.refresh()
             result.cases += 1
             if differ is not None:
                 result.compare(script, judged, differ, run_id, settings)
@@ -294,6 +307,13 @@ class Lane:
     run_id: str
     target: dict[str, Any]
     profile: Profile | None
+    refreshed: int = 0  # restarts that were not the shim's doing
+
+    def refresh(self) -> None:
+        """The shim started afresh, the connection it left waiting closed: it waited for
+        another lane longer than it waits for a peer to answer."""
+        self.shim.restart(before=lambda: _drain(self.peer))
+        self.refreshed += 1
 
     def play(self, timeout: float) -> Callable[[ServerScript], Judged]:
         """Serving a script to this lane's client and judging it, unrecorded."""
@@ -313,6 +333,7 @@ class Lane:
     ) -> Iterator[Lane]:
         client = outcome.client
         peer = serving.peer(settings.protocol)
+        lane: Lane | None = None
         try:
             shim = ShimProcess(client.argv(peer.url))
             try:
@@ -320,9 +341,10 @@ class Lane:
                 with RecordWriter(settings.out, run_id, named) as writer:
                     target = client.as_target(peer.url, settings.protocol)
                     profile = client_profile(client.name, settings.profile)
-                    yield cls(outcome, peer, shim, writer, run_id, target, profile)
+                    lane = cls(outcome, peer, shim, writer, run_id, target, profile)
+                    yield lane
             finally:
-                outcome.restarts = shim.started - 1
+                outcome.restarts = shim.started - 1 - (lane.refreshed if lane else 0)
                 shim.stop()
         finally:
             peer.close()
@@ -356,7 +378,8 @@ class Lane:
                 budget = min(settings.shrink_budget, allowance)
                 if settings.shrink and build is not None and budget > 0:
                     play, began = self.play(settings.timeout), time.monotonic()
-                    kept = shrink_script(play, build, script, judged.signature, budget) or kept
+                    with SHRINKING:  # Hypothesis shrinks one script at a time
+                        kept = shrink_script(play, build, script, judged.signature, budget) or kept
                     outcome.shrinking += time.monotonic() - began
                 path = _reproduce(settings.out, client, settings, *kept)
                 outcome.reproducers[judged.signature] = path

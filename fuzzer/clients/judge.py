@@ -33,6 +33,15 @@ from .process import Died
 __all__ = ["Judged", "judge", "observed_of"]
 
 _NUMBERS = re.compile(r"\d+")
+_CLOSES = tuple(
+    k.value
+    for k in (
+        OutcomeKind.CONNECTION_CLOSE,
+        OutcomeKind.CHANNEL_CLOSE,
+        OutcomeKind.SESSION_CLOSE,
+        OutcomeKind.LINK_CLOSE,
+    )
+)
 
 
 @dataclass(frozen=True)
@@ -62,6 +71,9 @@ def observed_of(ex: Exchange) -> dict[str, Any]:
             "class_id": class_id,
             "method_id": method_id,
         }
+    if ex.closes:  # 1.0: a session ended or a link detached with an error
+        outcome, condition = ex.closes[0]
+        return {"outcome": outcome, "scope": outcome.split("-")[0], "reply_code": condition}
     errors = [(ch, code) for ch, code in ex.channel_closes if code]
     if errors:
         return {
@@ -146,11 +158,8 @@ def _reaction(
 ) -> Judged | None:
     reaction = script.expected
     seen = _words(observed)
-    if script.operator is None:
-        refused = observed["outcome"] in (
-            OutcomeKind.CONNECTION_CLOSE.value,
-            OutcomeKind.CHANNEL_CLOSE.value,
-        ) and observed.get("reply_code") not in (None, 200)
+    if script.operator is None or ex.unstruck:
+        refused = observed["outcome"] in _CLOSES and observed.get("reply_code") not in (None, 200)
         ended = next((e for e in events if e.get("event") in ("closed", "error")), {})
         clean = ended.get("code") in (close_code, 200) or ended.get("by") in ("server", "client")
         if refused or not clean:
@@ -170,15 +179,24 @@ def _reaction(
             f"{ex.struck}: the client must close the socket without a word; it {_said(observed)}",
         )
     codes = {c.value for c in reaction.codes}
-    if observed["outcome"] == reaction.outcome.value and observed.get("reply_code") in codes:
+    if observed["outcome"] == reaction.outcome.value and (
+        observed.get("reply_code") in codes or reaction.outcome is OutcomeKind.REPLY
+    ):
         return None
     if reaction.or_reply and observed["outcome"] == OutcomeKind.REPLY.value:
         return None
     return failed(
         "reaction",
         seen,
-        f"{ex.struck}: the client must close the connection with {sorted(codes)}; it {_said(observed)}",
+        f"{ex.struck}: the client must answer {_closing(reaction.outcome)} with {sorted(codes)}; it {_said(observed)}",
     )
+
+
+def _closing(outcome: OutcomeKind) -> str:
+    """What a close outcome does, in words (``channel-close``: closing the channel)."""
+    if outcome is OutcomeKind.REPLY:
+        return "as if nothing were wrong"
+    return "by closing the " + outcome.value.removesuffix("-close")
 
 
 def _said(observed: dict[str, Any]) -> str:
@@ -193,9 +211,15 @@ def _said(observed: dict[str, Any]) -> str:
 
 
 def _integrity(ex: Exchange, events: Sequence[dict[str, Any]]) -> str:
-    valid = {m.body.hex(): m for m in ex.messages}
+    marked = {m.marker: m for m in ex.messages if m.marker is not None}
+    valid = {m.body.hex(): m for m in ex.messages if m.marker is None}
     for event in events:
         if event.get("event") != "message":
+            continue
+        if not isinstance(event.get("body"), str):  # 1.0: known by its message-id
+            marker = (event.get("properties") or {}).get("message-id")
+            if marker not in marked:
+                return f"the application got a message the peer never validly sent (message-id {str(marker)[:64]!r})"
             continue
         body = str(event.get("body", ""))
         sent = valid.get(body)

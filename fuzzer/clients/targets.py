@@ -8,6 +8,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from amqpfuzz.spec import family_of
+
 from . import shims
 from .shims import ClientError
 
@@ -24,6 +26,7 @@ class ClientTarget:
     library: str = ""
     version: str | None = None
     language: str = ""
+    protocol: str | None = None  # what its shim speaks (None: anyone's shim, which says not)
 
     def argv(self, url: str) -> list[str]:
         if any("{url}" in part for part in self.command):
@@ -38,7 +41,18 @@ class ClientTarget:
             raise ClientError(f"--client {name}: not a bundled client; they are {known}")
         shim = shims.SHIMS[name]
         command = tuple(shims.command(name, "{url}", once=once))
-        return cls(name, command, shim.library, shims.version(name), shim.language)
+        return cls(name, command, shim.library, shims.version(name), shim.language, shim.protocol)
+
+    def speaks(self, protocol: str) -> None:
+        """Nothing if the client's shim speaks ``protocol`` (anyone's shim may); one line
+        naming the bundled clients that do, if not."""
+        if self.protocol is None or family_of(self.protocol) == family_of(protocol):
+            return
+        fluent = [n for n, s in shims.SHIMS.items() if family_of(s.protocol) == family_of(protocol)]
+        raise ClientError(
+            f"--client {self.name} speaks AMQP {self.protocol}, not {protocol}"
+            + (f" (for {protocol}: {', '.join(fluent)})" if fluent else "")
+        )
 
     @classmethod
     def of_command(cls, text: str) -> ClientTarget:
@@ -58,6 +72,13 @@ class ClientTarget:
         }
 
 
-def client_targets(names: Sequence[str], commands: Sequence[str] = ()) -> list[ClientTarget]:
-    """The clients named, bundled ones first; one line for one that is unknown or unbuilt."""
-    return [*(ClientTarget.bundled(n) for n in names), *map(ClientTarget.of_command, commands)]
+def client_targets(
+    names: Sequence[str], commands: Sequence[str] = (), protocol: str | None = None
+) -> list[ClientTarget]:
+    """The clients named, bundled ones first; one line for one that is unknown or unbuilt, or
+    (``protocol`` given) whose shim speaks another protocol."""
+    found = [*(ClientTarget.bundled(n) for n in names), *map(ClientTarget.of_command, commands)]
+    if protocol is not None:
+        for client in found:
+            client.speaks(protocol)
+    return found

@@ -41,9 +41,10 @@ class ClientShard:
         return f"client {self.client}"
 
     def target(self) -> ClientTarget:
+        protocol = self.settings.protocol
         if self.command is not None:
-            return client_targets((), (self.command,))[0]
-        return client_targets((self.client,))[0]
+            return client_targets((), (self.command,), protocol)[0]
+        return client_targets((self.client,), (), protocol)[0]
 
 
 def plan_clients(
@@ -54,7 +55,7 @@ def plan_clients(
     shards: int = 1,
 ) -> list[ClientShard]:
     """Every client, ``shards`` times each, seeds counting up from the run's."""
-    named = [(name, None) for name in clients]
+    named: list[tuple[str, str | None]] = [(name, None) for name in clients]
     named += [(ClientTarget.of_command(c).name, c) for c in commands]
     found: list[ClientShard] = []
     for name, command in named:

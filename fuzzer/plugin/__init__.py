@@ -91,7 +91,7 @@ def _check(options: Options) -> None:
             from ..clients.targets import client_targets
 
             serving_of(options.protocol)
-            client_targets(options.clients)
+            client_targets(options.clients, (), options.protocol)
     except AmqpfuzzError as exc:
         raise pytest.UsageError(_cli_words(str(exc))) from None
 

@@ -74,7 +74,7 @@ def client_items(parent: pytest.Collector, state: AmqpSession) -> list[pytest.It
     protocol = state.options.protocol
     names = serving_of(protocol).operators(protocol)
     items: list[pytest.Item] = []
-    for client in client_targets(state.options.clients):
+    for client in client_targets(state.options.clients, (), protocol):
         under = group(parent, client.name)
         for operator in (None, *names):
             item = ClientItem.from_parent(

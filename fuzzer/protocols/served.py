@@ -20,6 +20,12 @@ class Message:
     body: bytes
     properties: dict[str, Any]
 
+    @property
+    def marker(self) -> str | None:
+        """What a 1.0 client's application knows the message by: its message-id."""
+        found = self.properties.get("message-id")
+        return found if isinstance(found, str) and self.via == "transfer" else None
+
 
 @dataclass
 class Exchange:
@@ -34,8 +40,10 @@ class Exchange:
     struck: str | None = None
     spec_ref: str = ""
     after_strike: list[str] = field(default_factory=list)
-    client_close: tuple[int, str, int, int] | None = None
+    client_close: tuple[int | str | None, str, int, int] | None = None
     channel_closes: list[tuple[int, int]] = field(default_factory=list)
+    closes: list[tuple[str, str]] = field(default_factory=list)  # (outcome, condition): 1.0's
+    unstruck: bool = False  # the operator found nothing to break: the case was played as valid
     violations: list[str] = field(default_factory=list)
     malformed: str | None = None
     ended: str = "timeout"

@@ -153,7 +153,7 @@ class Values:
         the time, the body one of data, amqp-sequence or amqp-value."""
         sections = [t.name for t in self.codec.spec.sections]
         bodies = [n for n in sections if n in ("data", "amqp-sequence", "amqp-value")]
-        gens = {n: self.of(n) if n in self.types.composites else self._section(n) for n in sections}
+        gens = {n: self.of(n) if n in self.types.composites else self.section(n) for n in sections}
 
         def gen(src: Source) -> list[Any]:
             body = src.pick(tuple(bodies))
@@ -168,7 +168,8 @@ class Values:
 
         return gen
 
-    def _section(self, name: str) -> Gen:
+    def section(self, name: str) -> Gen:
+        """The generator of a message section that is not a composite (a described value)."""
         t = self.codec.spec.type(name)
         source = getattr(t, "source", "*")
         if source == "*":

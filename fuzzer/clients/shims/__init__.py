@@ -1,8 +1,8 @@
-"""The client shims: small programs that drive one real AMQP 0-9-1 client library each, and
-their registry (``clients.toml``), build and command lines.
+"""The client shims: small programs that drive one real AMQP client library each (0-9-1 or
+1.0, the registry's ``protocol``), and their registry (``clients.toml``), build and command lines.
 
-The shim contract. A shim runs as ``<command> URL [--once] [--linger SECONDS]`` and loops over
-cases n = 0, 1, ... (one connection each), printing one JSON object a line, flushed:
+The 0-9-1 shim contract. A shim runs as ``<command> URL [--once] [--linger SECONDS]`` and loops
+over cases n = 0, 1, ... (one connection each), printing one JSON object a line, flushed:
 ``connecting``; ``connected`` (heartbeats off where the library allows, a ~10 s connect
 timeout); ``channel``; confirm.select; ``declared`` (queue ``amqpfuzz-shim``); ``consuming``;
 a mandatory publish of ``amqpfuzz-shim-<n>`` (text/plain, delivery-mode 1, headers
@@ -14,10 +14,35 @@ library's own: its class, its reply code or null, its message). Anything else th
 raises is not caught: the shim dies with it (a crash). No timeouts but the connect timeout and
 ``--linger``: whoever runs the shim judges hangs.
 
-The shims are this package's data (the Python ones are scripts run by path, never imported);
-those in C, Go and Node are built into a build
-directory (:func:`build_root`), each rebuilt only when its sources changed (a stamp of their
-hash).
+The 1.0 shim contract. The same command line (``amqp://[user:pass@]host:port``: no user is SASL
+ANONYMOUS, a user SASL PLAIN) and cases, each event ``{"event", "case", ...}``:
+``connecting``; ``connected`` (the peer's open: ``container_id`` or null, ``properties`` its
+string values; idle-timeout off, a ~10 s connect timeout); ``session`` (begin answered);
+``receiving`` (a receiver link, source address ``amqpfuzz-shim``, credit 10, rcv-settle-mode
+first, snd-settle-mode unsettled, attach answered: ``link`` its name); ``sending`` (a sender
+link, target address ``amqpfuzz-shim``); one unsettled message (an amqp-value string
+``amqpfuzz-shim-<n>``, message-id the same, content-type text/plain, application-properties
+``{"shim": <name>}``) and, at its disposition, ``confirm`` (``outcome`` accepted, rejected --
+with its ``condition`` and ``description`` --, released, modified, or the library's word);
+then every ``message`` (accepted by the shim): ``body`` (``{"value": v}``, ``{"data": [hex,
+...]}`` or ``{"sequence": [list, ...]}``, one item a section), ``properties`` (those present,
+by the specification's names, user-id hex, times integer milliseconds), ``application_properties``,
+``annotations`` (the message annotations), ``header`` and ``settled``, where the library
+exposes them; ``detached`` (a link the peer detached: ``link``, ``condition``,
+``description``) and ``ended`` (a session the peer ended) where it reports them. Values as
+JSON: binary ``"hex:<hex>"``, uuids as strings, timestamps integer milliseconds, described
+values ``{"descriptor", "value"}``. ``--linger`` counts from ``connected``. A case ends with one
+final event: ``closed`` (``by`` server with the close's ``condition`` and ``description`` --
+null without an error --, socket, or client after ``--linger``) or ``error`` (an error of the
+library's own: ``class``, ``condition`` -- an AMQP condition or null -- and ``message``; a
+connect timeout is the class TimeoutError). Anything else the library raises is not caught,
+and there are no other timeouts, as in 0-9-1. Each 1.0 shim's module says what its library
+cannot show.
+
+The shims are this package's data (the Python ones are scripts run by path, never imported;
+the uamqp one runs under the system's Python, beside Debian's python3-uamqp); those in C, Go
+and Node are built into a build directory (:func:`build_root`), each rebuilt only when its
+sources changed (a stamp of their hash).
 """
 
 from __future__ import annotations
@@ -57,6 +82,7 @@ __all__ = [
 SHIMS_DIR = Path(__file__).resolve().parent
 REGISTRY = SHIMS_DIR.parent / "clients.toml"
 BUILDS = ("none", "c", "go", "npm")
+PROTOCOLS = ("0-9-1", "1.0")
 # Debian's Go libraries, read in GOPATH mode (no module proxy, no network)
 GOCODE = "/usr/share/gocode"
 STAMP = ".stamp"
@@ -95,6 +121,7 @@ class Shim:
     build: str
     sources: tuple[str, ...]
     template: tuple[str, ...]
+    protocol: str = "0-9-1"  # the AMQP version the library speaks
 
     @property
     def paths(self) -> list[Path]:
@@ -115,6 +142,9 @@ def _load() -> dict[str, Shim]:
         ((kind, package),) = entry["version"].items()
         if entry["build"] not in BUILDS:
             raise ClientError(f"{REGISTRY}: {name}: unknown build {entry['build']!r}")
+        protocol = entry.get("protocol", "0-9-1")
+        if protocol not in PROTOCOLS:
+            raise ClientError(f"{REGISTRY}: {name}: unknown protocol {protocol!r}")
         shims[name] = Shim(
             name=name,
             language=entry["language"],
@@ -125,6 +155,7 @@ def _load() -> dict[str, Shim]:
             build=entry["build"],
             sources=tuple(entry["sources"]),
             template=tuple(entry["command"]),
+            protocol=protocol,
         )
     return shims
 

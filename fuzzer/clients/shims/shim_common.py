@@ -1,7 +1,8 @@
 """What the Python shims share: their arguments, the URL's parts and the JSON lines they print.
 
 Imported by the shims as a sibling module (a script's own folder is first on ``sys.path``);
-never imported by amqpfuzz itself.
+never imported by amqpfuzz itself. Standard library only: the uamqp shim imports it under the
+system's Python, outside the project's virtual environment.
 
 Header tables become JSON as they are: strings, integers, booleans, null, lists and objects;
 bytes are ``"hex:<hex>"``, decimals ``"<digits>E-<places>"`` (as every shim writes them),
@@ -23,6 +24,7 @@ from typing import Any
 from urllib.parse import unquote, urlsplit
 
 QUEUE = "amqpfuzz-shim"
+ADDRESS = QUEUE  # the AMQP 1.0 shims' source and target address
 CONNECT_TIMEOUT = 10.0
 
 # Properties in the specification's words, from the Python libraries' attribute names.
@@ -145,6 +147,15 @@ def strings(found: Any) -> dict[str, str]:
     if not isinstance(found, dict):
         return {}
     return {str(k): v for k, v in found.items() if isinstance(v, str)}
+
+
+def sasl_user(opts: Options) -> tuple[str, str] | None:
+    """The URL's user and password (SASL PLAIN), None without a user (SASL ANONYMOUS): the
+    AMQP 1.0 shims' credentials, where ``opts.user`` defaults to guest."""
+    parts = urlsplit(opts.url)
+    if parts.username is None:
+        return None
+    return unquote(parts.username), unquote(parts.password or "")
 
 
 def error_class(exc: BaseException) -> str:

@@ -12,7 +12,13 @@ class Amqp10Family:
     """A raw 1.0 client over our codec for cases and scenarios, python-qpid-proton for stateful programs."""
 
     name = "amqp10"
-    serving: Serving | None = None
+
+    @property
+    def serving(self) -> Serving:
+        # imported when first asked for: only client campaigns play the server
+        from .serving import SERVING
+
+        return SERVING
 
     def driver(self, protocol: str) -> Amqp10Driver:
         return Amqp10Driver(protocol)

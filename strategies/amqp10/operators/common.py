@@ -3,7 +3,7 @@ performative taken apart so that one piece can be broken."""
 
 from __future__ import annotations
 
-from amqpfuzz.spec.amqp10.codec import Composite, raw
+from amqpfuzz.spec.amqp10.codec import Codec, Composite, raw
 
 from ...operator import Operator, registrar
 from ...source import Source
@@ -19,11 +19,11 @@ class Parts:
     """A performative as its descriptor and its encoded fields, put together again with any
     of them replaced and the list's size and count as given."""
 
-    def __init__(self, context: Context, body: Composite) -> None:
-        encoder = context.codec.encoder
-        infos = context.codec.types.fields[body.name]
+    def __init__(self, codec: Codec, body: Composite) -> None:
+        encoder = codec.encoder
+        infos = codec.types.fields[body.name]
         self.name = body.name
-        self.descriptor = encoder.value(context.codec.types.descriptor_of(body.name), "ulong")
+        self.descriptor = encoder.value(codec.types.descriptor_of(body.name), "ulong")
         values = [body[f.name] for f in infos]
         while values and values[-1] is None:
             values.pop()
@@ -54,7 +54,7 @@ class Parts:
 
 
 def parts(context: Context, body: Composite) -> Parts:
-    return Parts(context, body)
+    return Parts(context.codec, body)
 
 
 def session_frame(src: Source, ctx: Context) -> Composite:

@@ -207,7 +207,7 @@ def test_a_shim_that_stops_answering_is_a_hang(tmp_path: Path) -> None:
         (["--client", "pika", "--url", "amqp://localhost:1"], "--client plays the broker itself"),
         (["--client-command", ""], "--client-command is empty"),
         (["--client", "pika", "--operators", "bogus"], "operators=['bogus']"),
-        (["--client", "pika", "--protocol", "1.0"], "AMQP 1.0: amqpfuzz cannot play its server"),
+        (["--client", "pika", "--protocol", "0-10"], "AMQP 0-10: amqpfuzz cannot play its server"),
         (["--client-command", "/nonexistent/shim {url}"], "cannot start the client /nonexistent"),
         (["--client-command", "/bin/true"], "the client true ends before it connects (status 0)"),
         (["--client", "pika", "--profile", "nosuch"], "no client profile 'nosuch'"),

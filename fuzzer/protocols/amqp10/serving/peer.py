@@ -1,0 +1,604 @@
+"""The serving 1.0 peer: a listening endpoint on a free loopback port that plays the container a
+client connects to (a broker, to the client).
+
+Each connection plays one :class:`~amqpfuzz.strategies.amqp10.serving.Script`: SASL (ANONYMOUS
+and PLAIN offered, a successful outcome) or none, the protocol header, ``open``; then it answers
+what the client does: a ``begin`` with its own, each ``attach`` with the other role of the link
+(the terminus asked for, the settlement modes asked for), credit for a client's sender, an
+``accepted`` disposition settling each of the client's messages, which it delivers back to a
+client's receiver as a broker would, ``detach`` and ``end`` in answer to the client's. Once the
+client goes quiet it sends the script's own deliveries within the credit the client granted, the
+operator's strike where it has not struck yet, and at last ``close`` with
+``amqp:connection:forced`` ("the case is over"), which a client answers with its own close.
+What the client sends is checked as it comes (:attr:`Exchange.violations`): frames over the
+max-frame-size the peer announced, transfers beyond the credit it granted, handles and delivery
+ids it never attached or sent, performatives out of their place.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from amqpfuzz.spec import AmqpfuzzError, OutcomeKind, RemoteProtocolError
+from amqpfuzz.spec.amqp10 import Spec100
+from amqpfuzz.spec.amqp10.codec import (
+    Codec,
+    Composite,
+    Described,
+    Frame,
+    Header,
+    Symbol,
+    UByte,
+    UInt,
+    UShort,
+)
+from amqpfuzz.strategies.amqp10.serving import Delivery, NotApplicable, Point, Script, Strike
+
+from ...served import Exchange, Message
+
+__all__ = ["Peer", "ServingError"]
+
+QUIET = 0.05  # seconds without a word from the client: it waits for the peer
+SETTLE = 0.15  # after a strike, how long the client has to react before the case goes on
+CASE_OVER = "amqpfuzz: case over"
+CREDIT = 10  # the link credit granted to a client's sender
+HANDLE_MAX = 63  # the peer's own handle-max
+WINDOW = 2048
+
+
+class ServingError(AmqpfuzzError):
+    """The peer cannot listen or serve (one line)."""
+
+
+class Peer:
+    """Listens on a free loopback port; serves one connection at a time."""
+
+    def __init__(self, spec: Spec100, codec: Codec) -> None:
+        self.spec, self.codec = spec, codec
+        try:
+            self.sock = socket.create_server(("127.0.0.1", 0))
+        except OSError as exc:
+            raise ServingError(f"cannot listen on the loopback interface: {exc}") from None
+        self.port = self.sock.getsockname()[1]
+        self.case_over = "amqp:connection:forced"
+
+    @property
+    def url(self) -> str:
+        return f"amqp://guest:guest@127.0.0.1:{self.port}"
+
+    def close(self) -> None:
+        self.sock.close()
+
+    def accept(self, timeout: float) -> socket.socket | None:
+        """The next connection, or None if none came within ``timeout`` seconds."""
+        self.sock.settimeout(timeout)
+        try:
+            conn, _ = self.sock.accept()
+        except (TimeoutError, BlockingIOError):
+            return None
+        conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        return conn
+
+    def play(self, conn: socket.socket, script: Script, timeout: float) -> Exchange:
+        """Plays ``script`` on ``conn`` for at most ``timeout`` seconds, then closes it."""
+        started = time.monotonic()
+        play = _Play(self, conn, script, started + timeout)
+        try:
+            play.run()
+        finally:
+            with contextlib.suppress(OSError):
+                conn.close()
+        play.ex.duration = time.monotonic() - started
+        return play.ex
+
+
+@dataclass
+class _Link:
+    """A link as the peer holds it: its name, the peer's handle and role, the client's
+    handle, and the delivery count and credit of the peer's sending end."""
+
+    name: str
+    ours: int
+    theirs: int
+    sender: bool  # the peer sends on it (the client receives)
+    delivery_count: int = 0
+    credit: int = 0
+    received: int = 0  # transfers the client sent on it
+    broken: bool = False  # the peer's attach was struck: the client never saw it attached
+    settle_mode: int = 2  # the client's snd-settle-mode, on a link it sends on
+    partial: list[bytes] = field(default_factory=list)
+
+
+class _Ended(Exception):
+    """The connection ended (the client closed it, or the time is up)."""
+
+
+class _Play:
+    def __init__(self, peer: Peer, conn: socket.socket, script: Script, deadline: float) -> None:
+        self.peer, self.conn, self.script, self.deadline = peer, conn, script, deadline
+        self.codec = peer.codec
+        self.ex = Exchange()
+        self.reader = self.codec.reader(512)
+        self.pending = script.operator is not None
+        self.closing = False
+        self.lingering = False
+        self.ids_spent = False
+        self.backlog: list[Header | Frame] = []
+        self.opened: dict[str, Any] = {}  # the client's open
+        self.channel: int | None = None  # the peer's session channel
+        self.their_channel: int | None = None
+        self.handle_max = 0xFFFFFFFF
+        self.links: dict[int, _Link] = {}  # by the client's handle
+        self.attaches = 0
+        self.next_delivery = 0
+        self.unsettled: set[int] = set()  # delivery ids the peer sent unsettled
+        self.next_incoming: int | None = None
+        self.echo: list[tuple[bytes, str]] = []  # the client's messages, to deliver back
+
+    # -- sending -----------------------------------------------------------------------------------
+
+    def _send(self, data: bytes, label: str) -> None:
+        self.ex.sent.append(label)
+        try:
+            self.conn.sendall(data)
+        except OSError:
+            self.ex.ended = "socket"
+            raise _Ended from None
+
+    def _frame(self, body: Composite, channel: int = 0, payload: bytes = b"") -> None:
+        self._send(self.codec.frame(body, channel, payload), body.name)
+
+    def _strike(self, point: Point, bodies: tuple[Composite | None, ...], frames: tuple[bytes, ...],
+                payload: bytes = b"", *, settle: bool = True, retry: bool = False) -> bool:  # fmt: skip
+        """The operator's frames instead of ``frames``; False (nothing sent) where it finds
+        nothing to break (``retry``: it may at its point's next turn)."""
+        link = self._sending()
+        channel_max = self.opened.get("channel-max")
+        strike = Strike(
+            self.peer.spec, self.codec, frames, bodies, self.channel or 0,
+            int(self.opened.get("max-frame-size") or 0xFFFFFFFF),
+            0xFFFF if channel_max is None else int(channel_max),
+            self.handle_max, link.ours if link else None, self._receiving(),
+            self.next_delivery, link.credit if link else 0,
+            frozenset(x.ours for x in self.links.values()), payload,
+        )  # fmt: skip
+        self.pending = False
+        try:
+            built = self.script.built(strike)
+        except NotApplicable as why:
+            if retry:
+                self.pending = True
+            else:
+                self._unstruck(str(why))
+            return False
+        self.ex.struck = built.note
+        self.ex.spec_ref = built.spec_ref
+        for step in built.steps:
+            self._send(step.render(self.channel or 0), f"{step.label} [{self.script.label}]")
+        if settle:
+            self._wait(SETTLE, settle=True)
+        return True
+
+    def _due(self, point: Point) -> bool:
+        return self.pending and self.script.point is point
+
+    # -- receiving ---------------------------------------------------------------------------------
+
+    def _read(self, wait: float) -> list[Header | Frame] | None:
+        if self.backlog:
+            frames, self.backlog = self.backlog, []
+            return frames
+        self.conn.settimeout(max(0.001, min(wait, self.deadline - time.monotonic())))
+        try:
+            data = self.conn.recv(65536)
+        except TimeoutError:
+            return []
+        except OSError:
+            data = b""
+        if not data:
+            self.ex.ended = "socket"
+            return None
+        if self.ex.struck is not None and not self.lingering:
+            self.ex.after_strike.append(data[:64].hex())
+        if self.ex.malformed is not None:
+            return []
+        try:
+            frames = self.reader.feed(data)
+        except RemoteProtocolError as exc:
+            self.ex.malformed = f"{type(exc).__name__}: {exc}"
+            self.ex.violations.append(f"malformed frame from the client: {exc}")
+            return []
+        for frame in frames:
+            self.ex.received.append(_label(frame))
+        return frames
+
+    def _wait(self, quiet: float, *, settle: bool = False) -> None:
+        while time.monotonic() < self.deadline:
+            frames = self._read(quiet)
+            if frames is None:
+                raise _Ended
+            if not frames:
+                if settle or self.reader.buffered == 0:
+                    return
+                continue
+            for frame in frames:
+                self._handle(frame)
+        self.ex.ended = "timeout"
+        raise _Ended
+
+    def _expect(self, name: str) -> Header | Frame:
+        """The client's next header (``header``) or frame named ``name``."""
+        while time.monotonic() < self.deadline:
+            frames = self._read(self.deadline - time.monotonic())
+            if frames is None:
+                raise _Ended
+            for at, frame in enumerate(frames):
+                found = "header" if isinstance(frame, Header) else frame.name
+                if found == name:
+                    self.backlog = frames[at + 1 :]
+                    return frame
+                if isinstance(frame, Frame) and frame.name == "close":
+                    self._handle(frame)
+                if not (isinstance(frame, Frame) and frame.body is None):
+                    self.ex.violations.append(f"{_label(frame)} where {name} belongs")
+        self.ex.ended = "timeout"
+        raise _Ended
+
+    # -- the connection ----------------------------------------------------------------------------
+
+    def run(self) -> None:
+        try:
+            self._start()
+            self._app()
+        except _Ended:
+            return
+
+    def _start(self) -> None:
+        header = self._expect("header")
+        assert isinstance(header, Header)
+        self.ex.header = header.encode()
+        if header.protocol_id == 3:
+            self._sasl()
+            header = self._expect("header")
+            assert isinstance(header, Header)
+        elif self._due(Point.SASL):
+            self._unstruck("the client asked for no SASL layer")
+        if self._due(Point.HEADER) and self._strike(Point.HEADER, (None,), (b"",), settle=False):
+            self._linger()
+        self._send(Header().encode(), "protocol header 1.0.0")
+        opened = self._expect("open")
+        assert isinstance(opened, Frame) and opened.body is not None
+        self.opened = dict(self.codec.with_defaults(opened.body).fields)
+        ours = self.codec.composite(
+            "open",
+            container_id=self.script.open_fields["container-id"],
+            max_frame_size=self.script.open_fields["max-frame-size"],
+            channel_max=UShort(int(self.script.open_fields["channel-max"])),
+            idle_time_out=self.script.open_fields["idle-time-out"],
+        )
+        self.reader.max_frame_size = int(ours["max-frame-size"])
+        if not (
+            self._due(Point.OPEN) and self._strike(Point.OPEN, (ours,), (self.codec.frame(ours),))
+        ):
+            self._frame(ours)
+
+    def _sasl(self) -> None:
+        self._send(Header(3).encode(), "protocol header SASL")
+        mechanisms = self.codec.composite(
+            "sasl-mechanisms", sasl_server_mechanisms=[Symbol("ANONYMOUS"), Symbol("PLAIN")]
+        )
+        self._frame(mechanisms)
+        self._expect("sasl-init")
+        outcome = self.codec.composite("sasl-outcome", code=UByte(0))
+        if self._due(Point.SASL) and self._strike(
+            Point.SASL, (outcome,), (self.codec.frame(outcome),), settle=False
+        ):
+            self._linger()
+        self._frame(outcome)
+
+    def _linger(self) -> None:
+        """After a strike that leaves no connection to go on with: the client must end it. What
+        it pipelined before it read the strike (its open, its begin...) is not held against it,
+        nor is a close it sends before it closes the socket."""
+        self.lingering = True
+        self.ex.after_strike.clear()
+        self._wait(self.deadline - time.monotonic(), settle=True)
+        raise _Ended
+
+    def _unstruck(self, why: str) -> None:
+        """The operator's point never comes: the case is played as valid."""
+        self.pending = False
+        self.ex.unstruck = True
+        self.ex.spec_ref = f"not applicable: {why}"
+
+    def _app(self) -> None:
+        self._wait(QUIET)
+        deliveries: list[Delivery | None] = list(self.script.deliveries)
+        if self._due(Point.DELIVER) and not deliveries:
+            deliveries = [None]
+        for number, delivery in enumerate(deliveries):
+            link = self._sending()
+            if link is None or link.credit <= 0 or self.ids_spent:
+                break
+            if delivery is None:  # the strike's own: a delivery to break
+                marker, settled = "amqpfuzz-struck", True
+                payload = self.codec.message(_late(self.codec, marker))
+            else:
+                payload = self.codec.message(delivery.sections)
+                marker, settled = delivery.message_id, delivery.settled
+            strikes = self._due(Point.DELIVER) and number >= min(
+                self.script.nth, len(deliveries) - 1
+            )
+            self._deliver(link, payload, marker, settled, strike=strikes)
+        for point in (Point.BEGIN, Point.ATTACH, Point.DELIVER):  # its point never came
+            if self._due(point):
+                self._unstruck(f"the client gave no place to strike at {point}")
+        if self._due(Point.AFTER):
+            self._strike(Point.AFTER, (), ())
+        self._wait(QUIET)
+        self._close()
+
+    def _close(self) -> None:
+        self.closing = True
+        error = self.codec.composite(
+            "error", condition=Symbol(self.peer.case_over), description=CASE_OVER
+        )
+        self._frame(self.codec.composite("close", error=error))
+        self._wait(self.deadline - time.monotonic())
+
+    # -- what the client sends ---------------------------------------------------------------------
+
+    def _handle(self, frame: Header | Frame) -> None:
+        if isinstance(frame, Header):
+            self.ex.violations.append("a protocol header in the middle of the connection")
+            return
+        body = frame.body
+        if body is None:
+            return  # an empty frame: traffic to keep the connection alive
+        if self.lingering:
+            if body.name == "close":
+                self.ex.ended = "socket"
+                raise _Ended
+            return
+        if body.name == "close":
+            self._closed(body)
+        if self.closing:
+            return  # after the peer's close, everything but close is discarded
+        handler = getattr(self, f"_on_{body.name.replace('-', '_')}", None)
+        if handler is None:
+            self.ex.violations.append(f"{body.name} from the client, which it never sends here")
+            return
+        handler(frame, self.codec.with_defaults(body))
+
+    def _closed(self, body: Composite) -> None:
+        error = body["error"]
+        if not self.closing or error is not None:
+            condition = str(error["condition"]) if error is not None else None
+            description = str(error["description"] or "") if error is not None else ""
+            self.ex.client_close = (condition, description, 0, 0)
+        if not self.closing:
+            with contextlib.suppress(_Ended):
+                self._frame(self.codec.composite("close"))
+        self.ex.ended = "server-close" if self.closing else "client-close"
+        raise _Ended
+
+    def _on_begin(self, frame: Frame, body: Composite) -> None:
+        if self.channel is not None:
+            self.ex.violations.append(f"a second begin on channel {frame.channel}")
+            return
+        self.their_channel = frame.channel
+        self.channel = frame.channel
+        self.handle_max = int(body["handle-max"])
+        self.next_incoming = int(body["next-outgoing-id"])
+        ours = self.codec.composite(
+            "begin", remote_channel=UShort(frame.channel), next_outgoing_id=UInt(0),
+            incoming_window=UInt(WINDOW), outgoing_window=UInt(WINDOW),
+            handle_max=UInt(HANDLE_MAX),
+        )  # fmt: skip
+        frames = (self.codec.frame(ours, self.channel),)
+        if not (self._due(Point.BEGIN) and self._strike(Point.BEGIN, (ours,), frames)):
+            self._frame(ours, self.channel)
+
+    def _on_attach(self, frame: Frame, body: Composite) -> None:
+        theirs = int(body["handle"])
+        if theirs in self.links:
+            self.ex.violations.append(f"attach with handle {theirs} already in use")
+            return
+        sender = bool(body["role"])  # the client receives (role true): the peer sends
+        ours = len(self.links)
+        link = _Link(
+            str(body["name"]), ours, theirs, sender, settle_mode=int(body["snd-settle-mode"])
+        )
+        self.links[theirs] = link
+        answer = self.codec.composite(
+            "attach", name=link.name, handle=UInt(ours), role=not sender,
+            snd_settle_mode=body["snd-settle-mode"], rcv_settle_mode=body["rcv-settle-mode"],
+            source=body["source"], target=body["target"],
+            initial_delivery_count=UInt(0) if sender else None,
+        )  # fmt: skip
+        nth, self.attaches = self.attaches, self.attaches + 1
+        struck = False
+        if self._due(Point.ATTACH) and nth >= self.script.nth:
+            frames = (self.codec.frame(answer, self.channel or 0),)
+            struck = link.broken = self._strike(Point.ATTACH, (answer,), frames, retry=True)
+        if not struck:
+            self._frame(answer, self.channel or 0)
+        if not sender:  # credit for the client's sender
+            flow = self._flow(link, link_credit=UInt(CREDIT),
+                              delivery_count=body["initial-delivery-count"] or UInt(0))  # fmt: skip
+            link.credit = CREDIT
+            self._frame(flow, self.channel or 0)
+
+    def _flow(self, link: _Link | None, **fields: Any) -> Composite:
+        base = {
+            "next_incoming_id": UInt(self.next_incoming or 0), "incoming_window": UInt(WINDOW),
+            "next_outgoing_id": UInt(self.next_delivery), "outgoing_window": UInt(WINDOW),
+        }  # fmt: skip
+        if link is not None:
+            base["handle"] = UInt(link.ours)
+        return self.codec.composite("flow", **base, **fields)
+
+    def _on_flow(self, frame: Frame, body: Composite) -> None:
+        handle = body["handle"]
+        if handle is None:
+            return  # the session's flow
+        link = self.links.get(int(handle))
+        if link is None:
+            self.ex.violations.append(f"flow on handle {handle}, which is not attached")
+            return
+        if link.sender and not link.broken:
+            count = int(body["delivery-count"] or 0)
+            link.credit = max(0, count + int(body["link-credit"] or 0) - link.delivery_count)
+            self._echo()
+
+    def _on_transfer(self, frame: Frame, body: Composite) -> None:
+        link = self.links.get(int(body["handle"]))
+        if link is None or link.sender:
+            self.ex.violations.append(
+                f"transfer on handle {body['handle']}, not a link it sends on"
+            )
+            return
+        delivery = body["delivery-id"]
+        if not link.partial:  # a delivery's first transfer
+            self._in_sequence(delivery)
+            if link.settle_mode in (0, 1) and bool(body["settled"]) != bool(link.settle_mode):
+                mode = "settled" if link.settle_mode else "unsettled"
+                self.ex.violations.append(
+                    f"transfer {'settled' if body['settled'] else 'unsettled'} on a link whose "
+                    f"snd-settle-mode is {mode}"
+                )
+        link.partial.append(frame.payload)
+        if body["more"]:
+            return
+        payload, link.partial = b"".join(link.partial), []
+        link.received += 1
+        if link.received > CREDIT:
+            self.ex.violations.append(f"transfer {link.received} on a credit of {CREDIT}")
+        if delivery is not None and not body["settled"]:
+            accepted = self.codec.composite(
+                "disposition", role=True, first=delivery, settled=True,
+                state=self.codec.composite("accepted"),
+            )  # fmt: skip
+            self._frame(accepted, self.channel or 0)
+        marker = _message_id(self.codec, payload)
+        if marker is not None:
+            self.echo.append((payload, marker))
+            self._echo()
+
+    def _in_sequence(self, delivery: Any) -> None:
+        """A client's delivery-id is the next its session owes (transport 2.7.5 transfer)."""
+        if delivery is None:
+            self.ex.violations.append("the first transfer of a delivery without a delivery-id")
+        elif self.next_incoming is not None and int(delivery) != self.next_incoming:
+            self.ex.violations.append(f"delivery-id {delivery} where {self.next_incoming} was next")
+        if delivery is not None:
+            self.next_incoming = (int(delivery) + 1) & 0xFFFFFFFF
+
+    def _on_disposition(self, frame: Frame, body: Composite) -> None:
+        if body["role"] is not True:
+            return  # the client's sender settling what the peer already settled
+        first = int(body["first"])
+        last = int(body["last"] if body["last"] is not None else first)
+        for delivery in range(first, last + 1):
+            if delivery >= self.next_delivery:
+                self.ex.violations.append(f"disposition of delivery {delivery}, never sent")
+                break
+            self.unsettled.discard(delivery)
+
+    def _on_detach(self, frame: Frame, body: Composite) -> None:
+        link = self.links.pop(int(body["handle"]), None)
+        if body["error"] is not None:
+            self.ex.closes.append((OutcomeKind.LINK_CLOSE.value, str(body["error"]["condition"])))
+        if link is not None:
+            detach = self.codec.composite("detach", handle=UInt(link.ours), closed=body["closed"])
+            self._frame(detach, self.channel or 0)
+
+    def _on_end(self, frame: Frame, body: Composite) -> None:
+        if body["error"] is not None:
+            self.ex.closes.append(
+                (OutcomeKind.SESSION_CLOSE.value, str(body["error"]["condition"]))
+            )
+        self.links.clear()
+        if self.channel is not None:
+            self._frame(self.codec.composite("end"), self.channel)
+        self.channel = None
+
+    def _on_open(self, frame: Frame, body: Composite) -> None:
+        self.ex.violations.append("a second open from the client")
+
+    # -- deliveries --------------------------------------------------------------------------------
+
+    def _sending(self) -> _Link | None:
+        return next((x for x in self.links.values() if x.sender and not x.broken), None)
+
+    def _receiving(self) -> int | None:
+        return next((x.ours for x in self.links.values() if not x.sender), None)
+
+    def _echo(self) -> None:
+        link = self._sending()
+        while (
+            self.echo
+            and link
+            and link.credit > 0
+            and not (self.pending_deliver() or self.ids_spent)
+        ):
+            payload, marker = self.echo.pop(0)
+            self._deliver(link, payload, marker, True, strike=False)
+
+    def pending_deliver(self) -> bool:
+        """Whether the strike waits for a delivery of the script's own (echoes wait too)."""
+        return self._due(Point.DELIVER) and bool(self.script.deliveries)
+
+    def _deliver(self, link: _Link, payload: bytes, marker: str | None, settled: bool,
+                 *, strike: bool) -> None:  # fmt: skip
+        delivery = self.next_delivery
+        transfer = self.codec.composite(
+            "transfer", handle=UInt(link.ours), delivery_id=UInt(delivery),
+            delivery_tag=delivery.to_bytes(4, "big"), message_format=UInt(0), settled=settled,
+        )  # fmt: skip
+        limit = int(self.opened.get("max-frame-size") or 0xFFFFFFFF)
+        frames = self.codec.transfer_frames(
+            self.channel or 0, transfer, payload, min(limit, 1 << 20)
+        )
+        message = Message("transfer", self.channel or 0, delivery, payload, {"message-id": marker})
+        if strike and marker is not None and self.script.expected.or_reply:
+            self.ex.messages.append(message)  # the client may take it as valid
+        self.ids_spent = strike  # the strike's delivery ids are its own: the peer sends no more
+        if not (strike and self._strike(Point.DELIVER, (transfer,), tuple(frames), payload)):
+            self.ids_spent = False
+            if marker is not None:
+                self.ex.messages.append(message)
+            for data in frames:
+                self._send(data, f"transfer {delivery}")
+            if not settled:
+                self.unsettled.add(delivery)
+        self.next_delivery += 1
+        link.delivery_count += 1
+        link.credit -= 1
+
+
+def _late(codec: Codec, marker: str) -> list[Any]:
+    return [codec.composite("properties", message_id=marker), Described("amqp-value", marker)]
+
+
+def _message_id(codec: Codec, payload: bytes) -> str | None:
+    """A message's message-id, if it has one that is a string."""
+    try:
+        sections = codec.sections(payload)
+    except RemoteProtocolError:
+        return None
+    for section in sections:
+        if isinstance(section, Composite) and section.name == "properties":
+            found = section["message-id"]
+            return found if isinstance(found, str) else None
+    return None
+
+
+def _label(frame: Header | Frame) -> str:
+    if isinstance(frame, Header):
+        return f"protocol header {frame.protocol_id} {frame.major}.{frame.minor}.{frame.revision}"
+    return f"{frame.name} ch={frame.channel}"
