@@ -183,7 +183,8 @@ def _what_ended(stderr: list[str]) -> str:
     panic = next((line for line in lines if line.startswith("panic:")), None)
     if panic is not None:
         return panic
-    unindented = [line for line in lines if not line[:1].isspace()]
+    # (Node ends its report of an uncaught error with a line naming its own version)
+    unindented = [x for x in lines if not x[:1].isspace() and not x.startswith("Node.js v")]
     return (unindented or lines or [""])[-1]
 
 

@@ -504,7 +504,7 @@ class _Play:
         first = int(body["first"])
         last = int(body["last"] if body["last"] is not None else first)
         for delivery in range(first, last + 1):
-            if delivery >= self.next_delivery:
+            if delivery >= self.next_delivery and not self.ids_spent:  # (a strike's: its own)
                 self.ex.violations.append(f"disposition of delivery {delivery}, never sent")
                 break
             self.unsettled.discard(delivery)
