@@ -50,6 +50,8 @@ CAPABILITIES: Mapping[str, str] = {
     "many-queues": "creates entities until the broker refuses (or hundreds of them)",
     "raw-bytes": "speaks below the client library: raw sockets, headers, hand-made handshakes",
     "consumer": "consumes: receives basic.deliver and checks deliveries",
+    "client": "played against a client library: amqpfuzz is the peer it connects to "
+    "(amqpfuzz scenarios --client NAME)",
 }
 
 

@@ -75,6 +75,12 @@ class Scenario:
     probe: bool = False
 
     @property
+    def for_client(self) -> bool:
+        """Whether it is played against a client library (amqpfuzz being its peer), not a
+        broker."""
+        return "client" in self.capabilities
+
+    @property
     def name(self) -> str:
         """The file's name without ``.yaml`` (``queue.declare.queue.reserved``)."""
         return self.path.name.removesuffix(".yaml")

@@ -75,9 +75,32 @@ _STYLE = {
 @click.option(
     "--timeout", type=float, default=5.0, show_default=True, help="Seconds a reply may take."
 )
+@click.option(
+    "--client",
+    "clients",
+    multiple=True,
+    metavar="NAME",
+    help="Play the client files against this bundled client library instead (repeat), "
+    "amqpfuzz being its peer.",
+)
 @target_options
 def scenarios_command(**options: Any) -> None:
-    """Run the specification's scenarios on brokers: a conformance table."""
+    """Run the specification's scenarios on brokers (or, with --client, on client libraries):
+    a conformance table."""
+    clients = options.pop("clients")
+    if clients:
+        if options["urls"] or options["kinds"]:
+            raise BadInput(
+                "--client plays the client files: amqpfuzz is the peer; give no --url or --broker"
+            )
+        if options["listing"]:
+            raise BadInput("--list lists every file (the client files have the capability client)")
+        from .client_scenarios import play_clients
+
+        sys.exit(
+            play_clients(clients, options["protocol"], options["keyword"], options["out"],
+                         options["timeout"], options["profile"])
+        )  # fmt: skip
     sys.exit(_scenarios(**options))
 
 
@@ -97,10 +120,11 @@ def _scenarios(
     insecure: bool,
 ) -> int:
     console = make_console()
-    chosen = select(keyword, load_all(protocol))
+    everything = select(keyword, load_all(protocol))
     if listing:
-        _list(chosen, console, as_json)
+        _list(everything, console, as_json)
         return 0
+    chosen = [s for s in everything if not s.for_client]  # (amqpfuzz scenarios --client)
     if as_json:
         raise BadInput("--json goes with --list")
     if not chosen:

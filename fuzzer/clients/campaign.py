@@ -33,7 +33,7 @@ from ..protocols.served import Exchange
 from ..records.contract import record, worker_name
 from ..records.reproducers import write_reproducer
 from ..records.writer import RecordWriter
-from .judge import Judged, judge
+from .judge import Judged, as_recorded, judge
 from .process import ShimProcess
 from .shims import ClientError
 from .shrink import shrink_script
@@ -399,7 +399,7 @@ class Lane:
                 kind="client",
                 spec_ref=ex.spec_ref or script.label,
                 expected=_expected(script),
-                observed=judged.observed,
+                observed=as_recorded(judged.observed),
                 verdict=verdict.verdict,
                 duration_s=time.monotonic() - started,
                 mutation=script.operator.name if script.operator else None,
@@ -416,15 +416,16 @@ class Lane:
 def _expected(script: ServerScript) -> dict[str, Any]:
     reaction = script.expected
     scope = reaction.outcome.scope
-    return {
-        "outcome": reaction.outcome.value,
-        "scope": scope.value if scope is not None else None,
-        "reply_code": reaction.code,
-        "condition": None,
-        "class_id": None,
-        "method_id": None,
-        "text": str(reaction),
-    }
+    return as_recorded(
+        {
+            "outcome": reaction.outcome.value,
+            "scope": scope.value if scope is not None else None,
+            "reply_code": reaction.code,
+            "class_id": None,
+            "method_id": None,
+            "text": str(reaction),
+        }
+    )
 
 
 def _reproduce(

@@ -30,7 +30,7 @@ from ..protocols.family import ServerScript
 from ..protocols.served import Exchange
 from .process import Died
 
-__all__ = ["Judged", "judge", "observed_of"]
+__all__ = ["Judged", "as_recorded", "judge", "observed_of"]
 
 _NUMBERS = re.compile(r"\d+")
 _CLOSES = tuple(
@@ -86,6 +86,15 @@ def observed_of(ex: Exchange) -> dict[str, Any]:
     if ex.ended == "timeout":
         return {"outcome": OutcomeKind.TIMEOUT.value}
     return {"outcome": OutcomeKind.REPLY.value}
+
+
+def as_recorded(reaction: dict[str, Any]) -> dict[str, Any]:
+    """A reaction in the record contract's fields: a code that is a 1.0 condition (a symbol)
+    is its ``condition``, ``reply_code`` being 0-9-1's numbers."""
+    code = reaction.get("reply_code")
+    if isinstance(code, str):
+        return {**reaction, "reply_code": None, "condition": code}
+    return reaction
 
 
 def _words(observed: dict[str, Any]) -> str:

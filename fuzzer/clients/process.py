@@ -62,7 +62,8 @@ class Died:
         ruby = _RUBY.search(self.last)  # path:line:in `where': message (Class)
         if ruby is not None:
             return ruby.group(1)
-        return self.last.split(":", 1)[0].strip()[:80] or f"exit {self.status}"
+        named = self.last.split(":", 1)[0].split(" [", 1)[0].split(" {", 1)[0]  # (Node's codes)
+        return named.strip()[:80] or f"exit {self.status}"
 
 
 class ShimProcess:
@@ -175,6 +176,9 @@ class ShimProcess:
             self.proc.wait(timeout=5)
 
 
+_NAMED = re.compile(r"^[\w.$]*(Error|Exception)\b[^(]*(:|\{|$)")
+
+
 def _what_ended(stderr: list[str]) -> str:
     """The line of a shim's last words that says what ended it: a Go panic's first; else the
     last line that is not a frame of a stack (indented, as Python's, Ruby's and Node's are),
@@ -185,7 +189,9 @@ def _what_ended(stderr: list[str]) -> str:
         return panic
     # (Node ends its report of an uncaught error with a line naming its own version)
     unindented = [x for x in lines if not x[:1].isspace() and not x.startswith("Node.js v")]
-    return (unindented or lines or [""])[-1]
+    # (an error Node prints with its fields, as an object: its first line names it)
+    named = [x for x in unindented if _NAMED.match(x)]
+    return (named or unindented or lines or [""])[-1]
 
 
 def _group(pgid: int) -> list[int]:

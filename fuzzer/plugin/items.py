@@ -329,7 +329,7 @@ def collect(session: pytest.Session, state: AmqpSession) -> list[pytest.Item]:
 
 
 def _scenario_items(parent: pytest.Collector, state: AmqpSession) -> list[pytest.Item]:
-    scenarios = list(load_all())
+    scenarios = [s for s in load_all() if not s.for_client]  # a client's: --amqp-client
     run = state.conformance(scenarios)
     seen: dict[tuple[str, str], int] = {}
     for scenario in scenarios:

@@ -18,7 +18,15 @@ from ..checking import Checker
 from ..language import handles
 from ..model import Step
 from ..yamlfile import Located
-from .language import CHECKS, LANGUAGE, OUTCOMES, SECTIONS
+from .language import (
+    CHECKS,
+    CLIENT_CLOSES,
+    FRAME_CHECKS,
+    LANGUAGE,
+    OUTCOMES,
+    SECTIONS,
+    SERVED,
+)
 
 __all__ = ["Amqp10Checker"]
 
@@ -31,6 +39,7 @@ class Amqp10Checker(Checker):
     def __init__(self, path: Path) -> None:
         super().__init__(path)
         self.links: set[tuple[str, int, int]] = set()
+        self.served = False
 
     def session(self, value: Located) -> tuple[str, int]:
         """The step's session, begun earlier on its connection."""
@@ -183,6 +192,46 @@ class Amqp10Checker(Checker):
     @handles("restart")
     def _restart(self, value: Located) -> tuple[Step, ...]:
         return ()  # (its capability is the language's)
+
+    @handles("serve")
+    def _serve(self, value: Located) -> tuple[Step, ...]:
+        from amqpfuzz.strategies.amqp10.serving import OPERATORS  # (only client files need it)
+
+        if self.served:
+            self.fail(value.line, "a client scenario serves once")
+        self.served = True
+        operator = value.get("operator")
+        names = [op.name for op in OPERATORS]
+        if operator is not None and operator not in names:
+            self.fail(
+                value.line,
+                f"{operator!r} is not a server-side operator; they are {', '.join(names)}",
+            )
+        for performative, fields in SERVED.items():
+            given = value.get(performative) or {}
+            if not isinstance(given, Mapping) or set(given) - set(fields):
+                self.fail(value.line, f"{performative} takes {', '.join(fields)}")
+            if not all(
+                isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in given.values()
+            ):
+                self.fail(value.line, f"{performative}'s fields are numbers")
+        return ()
+
+    @handles("expect_client")
+    def _expect_client(self, value: Located) -> tuple[Step, ...]:
+        if not self.served:
+            self.fail(value.line, "expect_client follows a serve")
+        if value["close"] not in CLIENT_CLOSES:
+            self.fail(value.line, f"close is one of {', '.join(CLIENT_CLOSES)}")
+        condition = value.get("condition")
+        if condition is not None and condition not in codec_for("1.0").spec.error_conditions():
+            self.fail(value.line, f"{condition!r} is not an error condition of 1.0")
+        frames = value.get("frames", "valid")
+        if frames != "valid" and (
+            not isinstance(frames, list) or not frames or set(frames) - set(FRAME_CHECKS)
+        ):
+            self.fail(value.line, f"frames is valid, or a list of {', '.join(FRAME_CHECKS)}")
+        return ()
 
     @handles("check")
     def _check(self, value: Located) -> tuple[Step, ...]:

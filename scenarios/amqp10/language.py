@@ -16,6 +16,13 @@ checks on what the peer did. Conventions:
   the peer's channel-max. Its answer is the next step's (``expect``).
 * ``expect``'s ``condition`` is an error condition (``framing-error``), or the restricted type
   that lists several (``session-error``: any of them), or ``"*"`` (an error, whichever).
+* A client scenario (capability ``client``, ``amqpfuzz scenarios --client NAME``) is played
+  against a client library's shim, amqpfuzz being the peer it connects to: one ``serve`` (the
+  peer's ``open`` and ``begin`` fields, and a server-side ``operator`` struck at its point; none:
+  a valid connection) then one ``expect_client`` (what the client must do: ``close`` the
+  connection, session or link with ``condition``, close the ``socket``, ``none``: carry on
+  until the peer closes, or ``any``: whatever it does; ``frames``: the peer's checks of what
+  the client sends that must find nothing, by name (``[session-flow]``), or ``valid``: all).
 * A message is given by its sections: ``header``, ``message_annotations``, ``properties``,
   ``application_properties`` (mappings of their fields or entries) and ``body`` (text: an
   amqp-value).
@@ -25,12 +32,21 @@ from __future__ import annotations
 
 from ..language import Language, StepKind
 
-__all__ = ["CHECKS", "LANGUAGE", "OUTCOMES", "SECTIONS"]
+__all__ = ["CHECKS", "CLIENT_CLOSES", "FRAME_CHECKS", "LANGUAGE", "OUTCOMES", "SECTIONS", "SERVED"]
 
 _LINK = ("connection", "channel", "handle")
 OUTCOMES = ("accepted", "rejected", "released", "modified")
 SECTIONS = ("header", "message_annotations", "properties", "application_properties", "body")
 CHECKS = ("equals", "same_as", "is_set", "is_not_set", "one_of", "each_in", "has_key")
+CLIENT_CLOSES = ("connection", "session", "link", "socket", "none", "any")
+SERVED = {"open": ("channel-max", "max-frame-size"), "begin": ("handle-max",)}
+# the peer's checks of what a client sends, by name (amqpfuzz.fuzzer.protocols.amqp10.serving)
+FRAME_CHECKS = (
+    "malformed", "order", "header", "channel-max", "session-flow-delivery-count",
+    "session-flow-link-credit", "session-flow-available", "session-flow-drain", "remote-channel",
+    "handle-in-use", "handle-max", "link-name", "handle", "settlement", "credit",
+    "content-encoding", "delivery-id", "disposition",
+)  # fmt: skip
 
 LANGUAGE = Language.of(
     StepKind("connect", "log in (SASL) and open connection `as`; the peer's open bound "
@@ -72,4 +88,10 @@ LANGUAGE = Language.of(
              capability="restart"),
     StepKind("check", "what `that` (a dotted path to a saved value) reads meets one of "
              f"{', '.join(CHECKS)}", ("that",), CHECKS),
+    StepKind("serve", "amqpfuzz, the peer a client library connects to, sends its `open` and "
+             "`begin` with these fields and strikes with server-side `operator` at its point",
+             (), ("operator", "open", "begin"), capability="client"),
+    StepKind("expect_client", "the client closes (`close`: connection, session, link, socket; "
+             "`none`: it carries on; `any`) with `condition` if given; `frames: valid`: what it sends "
+             "breaks nothing of the checks named (or `valid`: all)", ("close",), ("condition", "frames"), capability="client"),
 )  # fmt: skip

@@ -349,6 +349,12 @@ class Player(StepPlayer):
             raise self.failed(step, f"our close was not answered by the peer's: {ended}",
                               expected, seen)  # fmt: skip
 
+    @handles("serve", "expect_client")
+    def _client(self, step: Step, args: Any) -> None:
+        raise AmqpfuzzError(
+            "a client scenario: amqpfuzz scenarios --client NAME plays it against a client library"
+        )
+
     @handles("restart")
     def _restart(self, step: Step, args: Any) -> None:
         if self.broker is None:

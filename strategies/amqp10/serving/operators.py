@@ -610,6 +610,35 @@ def more_never_ends(src: Source, strike: Strike) -> Built:
 
 
 @server(
+    Point.DELIVER,
+    "aborted-delivery",
+    "a delivery aborted after its first transfer (transport 2.7.5 transfer aborted: any "
+    "payload of the aborted delivery MUST be ignored; 2.6.14: the receiver MUST discard the "
+    "message data transferred before the abort)",
+    "sends a delivery's first transfer with more set, then a transfer with aborted set",
+    (),
+    "ignore",
+    "semantic",
+)
+def aborted_delivery(src: Source, strike: Strike) -> Built:
+    body, _ = _first(strike)
+    payload = _payload(strike)
+    cut = max(1, len(payload) // 2)
+    first = Composite("transfer", {**body.fields, "more": True})
+    rest = Composite("transfer", {"handle": body["handle"], "more": False, "aborted": True})
+    tail = payload[cut:] if src.byte() & 1 else b""
+    wires = (
+        Wire(
+            strike.codec.frame(first, strike.channel, payload[:cut]),
+            "transfer more",
+            strike.channel,
+        ),
+        Wire(strike.codec.frame(rest, strike.channel, tail), "transfer aborted", strike.channel),
+    )
+    return Built(wires, "transfer", f"a delivery aborted after {cut} octets")
+
+
+@server(
     Point.ATTACH,
     "settle-mode-changed",
     "an attach answer whose settlement modes are not the ones the client asked for "

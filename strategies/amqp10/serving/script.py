@@ -90,6 +90,7 @@ class Script:
     nth: int  # which attach answer or delivery strikes (0: the first)
     strike: bytes  # the bytes the operator reads
     expected: Reaction = field(default_factory=Reaction.reply)
+    begin_fields: Mapping[str, Any] = field(default_factory=dict)  # the peer's begin's, if given
 
     @property
     def label(self) -> str:

@@ -15,6 +15,8 @@ from amqpfuzz.fuzzer.clients.process import Died, _what_ended
         (["panic: unexpected frame type", "", "goroutine 1 [running]:", "\t/x.go:12"], "panic: unexpected frame type"),
         (["/x/shim.js:10", "    throw e", "TypeError: x is undefined", "    at f (/x:1)"], "TypeError"),
         (["RangeError: offset out of range", "    at f (/x:1)", "", "Node.js v20.20.2"], "RangeError"),
+        (["/x/shim.js:3", "RangeError [ERR_OUT_OF_RANGE]: bad offset {", "  code: 'X'", "}", "",
+          "Node.js v20.20.2"], "RangeError"),
         ([], "exit 1"),
     ],
 )  # fmt: skip

@@ -101,3 +101,30 @@ def test_a_broken_transport_frame_step_fails_at_its_line(
     with pytest.raises(ScenarioError) as raised:
         load_scenario(path)
     assert message in str(raised.value) and str(raised.value).startswith(f"{path}:")
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "message"),
+    [
+        ("operator: aborted-delivery}", "operator: aborted-delivry}", "not a server-side operator"),
+        ("close: none,", "close: maybe,", "close is one of connection, session"),
+        ("frames: valid}", "frames: [sesion-flow]}", "frames is valid, or a list of"),
+        ("capabilities: [client]", "capabilities: []", "the steps need client"),
+        ("  - serve: {operator: aborted-delivery}\n", "", "expect_client follows a serve"),
+    ],
+)
+def test_a_broken_client_file_fails_at_its_line(
+    tmp_path: Path, old: str, new: str, message: str
+) -> None:
+    path = _copy(tmp_path, "transport-performatives.transfer.aborted.1.yaml", old, new)
+    with pytest.raises(ScenarioError) as raised:
+        load_scenario(path)
+    assert message in str(raised.value) and str(raised.value).startswith(f"{path}:")
+
+
+def test_the_client_files_are_not_played_on_brokers_and_name_what_the_client_must_do() -> None:
+    client = [s for s in load_all("1.0") if s.for_client]
+    assert len(client) >= 15
+    for scenario in client:
+        kinds = [step.kind for step in scenario.steps]
+        assert kinds == ["serve", "expect_client"], scenario.name

@@ -138,6 +138,7 @@ class _Play:
         self.unsettled: set[int] = set()  # delivery ids the peer sent unsettled
         self.next_incoming: int | None = None
         self.echo: list[tuple[bytes, str]] = []  # the client's messages, to deliver back
+        self.names: set[tuple[bool, str]] = set()  # the client's links: (role, name)
 
     # -- sending -----------------------------------------------------------------------------------
 
@@ -186,6 +187,11 @@ class _Play:
     def _due(self, point: Point) -> bool:
         return self.pending and self.script.point is point
 
+    def _violate(self, check: str, message: str) -> None:
+        """What the client sent breaks the specification: ``message``, under the name of the
+        check that saw it (what a client scenario's ``frames`` names)."""
+        self.ex.violations.append(f"{message} [{check}]")
+
     # -- receiving ---------------------------------------------------------------------------------
 
     def _read(self, wait: float) -> list[Header | Frame] | None:
@@ -210,7 +216,7 @@ class _Play:
             frames = self.reader.feed(data)
         except RemoteProtocolError as exc:
             self.ex.malformed = f"{type(exc).__name__}: {exc}"
-            self.ex.violations.append(f"malformed frame from the client: {exc}")
+            self._violate("malformed", f"malformed frame from the client: {exc}")
             return []
         for frame in frames:
             self.ex.received.append(_label(frame))
@@ -244,7 +250,7 @@ class _Play:
                 if isinstance(frame, Frame) and frame.name == "close":
                     self._handle(frame)
                 if not (isinstance(frame, Frame) and frame.body is None):
-                    self.ex.violations.append(f"{_label(frame)} where {name} belongs")
+                    self._violate("order", f"{_label(frame)} where {name} belongs")
         self.ex.ended = "timeout"
         raise _Ended
 
@@ -261,6 +267,8 @@ class _Play:
         header = self._expect("header")
         assert isinstance(header, Header)
         self.ex.header = header.encode()
+        if (header.major, header.minor, header.revision) != (1, 0, 0):
+            self._violate("header", f"{_label(header)}: not the version 1.0.0 it speaks")
         if header.protocol_id == 3:
             self._sasl()
             header = self._expect("header")
@@ -354,9 +362,15 @@ class _Play:
 
     def _handle(self, frame: Header | Frame) -> None:
         if isinstance(frame, Header):
-            self.ex.violations.append("a protocol header in the middle of the connection")
+            self._violate("order", "a protocol header in the middle of the connection")
             return
         body = frame.body
+        if frame.channel > self._channel_max and not self.lingering:
+            self._violate(
+                "channel-max",
+                f"{frame.name} on channel {frame.channel}, over the channel-max "
+                f"{self._channel_max} the peer announced (transport 2.7.1 open)",
+            )
         if body is None:
             return  # an empty frame: traffic to keep the connection alive
         if self.lingering:
@@ -370,8 +384,13 @@ class _Play:
             return  # after the peer's close, everything but close is discarded
         handler = getattr(self, f"_on_{body.name.replace('-', '_')}", None)
         if handler is None:
-            self.ex.violations.append(f"{body.name} from the client, which it never sends here")
+            self._violate("order", f"{body.name} from the client, which it never sends here")
             return
+        if body.name == "flow" and body["handle"] is None:  # (as sent, not with defaults)
+            link_only = [f for f in ("delivery-count", "link-credit", "available", "drain")
+                         if body[f] is not None]  # fmt: skip
+            for name in link_only:
+                self._violate(f"session-flow-{name}", f"a session flow with {name} set (2.7.4)")
         handler(frame, self.codec.with_defaults(body))
 
     def _closed(self, body: Composite) -> None:
@@ -388,16 +407,22 @@ class _Play:
 
     def _on_begin(self, frame: Frame, body: Composite) -> None:
         if self.channel is not None:
-            self.ex.violations.append(f"a second begin on channel {frame.channel}")
+            self._violate("order", f"a second begin on channel {frame.channel}")
             return
         self.their_channel = frame.channel
         self.channel = frame.channel
         self.handle_max = int(body["handle-max"])
+        if body["remote-channel"] is not None:
+            self._violate(
+                "remote-channel",
+                "a begin with remote-channel set, for a session the client began itself "
+                "(transport 2.7.2 begin)",
+            )
         self.next_incoming = int(body["next-outgoing-id"])
         ours = self.codec.composite(
             "begin", remote_channel=UShort(frame.channel), next_outgoing_id=UInt(0),
             incoming_window=UInt(WINDOW), outgoing_window=UInt(WINDOW),
-            handle_max=UInt(HANDLE_MAX),
+            handle_max=UInt(self._handle_max),
         )  # fmt: skip
         frames = (self.codec.frame(ours, self.channel),)
         if not (self._due(Point.BEGIN) and self._strike(Point.BEGIN, (ours,), frames)):
@@ -406,8 +431,21 @@ class _Play:
     def _on_attach(self, frame: Frame, body: Composite) -> None:
         theirs = int(body["handle"])
         if theirs in self.links:
-            self.ex.violations.append(f"attach with handle {theirs} already in use")
+            self._violate("handle-in-use", f"attach with handle {theirs} already in use")
             return
+        if theirs > self._handle_max:
+            self._violate(
+                "handle-max",
+                f"attach with handle {theirs}, over the handle-max {self._handle_max} the peer "
+                "announced (transport 2.7.2 begin)",
+            )
+        named = (bool(body["role"]), str(body["name"]))
+        if named in self.names:
+            self._violate(
+                "link-name",
+                f"a second link named {named[1]!r} in the same direction (transport 2.6.1)",
+            )
+        self.names.add(named)
         sender = bool(body["role"])  # the client receives (role true): the peer sends
         ours = len(self.links)
         link = _Link(
@@ -448,7 +486,7 @@ class _Play:
             return  # the session's flow
         link = self.links.get(int(handle))
         if link is None:
-            self.ex.violations.append(f"flow on handle {handle}, which is not attached")
+            self._violate("handle", f"flow on handle {handle}, which is not attached")
             return
         if link.sender and not link.broken:
             count = int(body["delivery-count"] or 0)
@@ -458,18 +496,17 @@ class _Play:
     def _on_transfer(self, frame: Frame, body: Composite) -> None:
         link = self.links.get(int(body["handle"]))
         if link is None or link.sender:
-            self.ex.violations.append(
-                f"transfer on handle {body['handle']}, not a link it sends on"
-            )
+            self._violate("handle", f"transfer on handle {body['handle']}, not a link it sends on")
             return
         delivery = body["delivery-id"]
         if not link.partial:  # a delivery's first transfer
             self._in_sequence(delivery)
             if link.settle_mode in (0, 1) and bool(body["settled"]) != bool(link.settle_mode):
                 mode = "settled" if link.settle_mode else "unsettled"
-                self.ex.violations.append(
+                self._violate(
+                    "settlement",
                     f"transfer {'settled' if body['settled'] else 'unsettled'} on a link whose "
-                    f"snd-settle-mode is {mode}"
+                    f"snd-settle-mode is {mode}",
                 )
         link.partial.append(frame.payload)
         if body["more"]:
@@ -477,24 +514,53 @@ class _Play:
         payload, link.partial = b"".join(link.partial), []
         link.received += 1
         if link.received > CREDIT:
-            self.ex.violations.append(f"transfer {link.received} on a credit of {CREDIT}")
+            self._violate("credit", f"transfer {link.received} on a credit of {CREDIT}")
         if delivery is not None and not body["settled"]:
             accepted = self.codec.composite(
                 "disposition", role=True, first=delivery, settled=True,
                 state=self.codec.composite("accepted"),
             )  # fmt: skip
             self._frame(accepted, self.channel or 0)
+        self._encoding(payload)
         marker = _message_id(self.codec, payload)
         if marker is not None:
             self.echo.append((payload, marker))
             self._echo()
 
+    def _encoding(self, payload: bytes) -> None:
+        """A client's message: content-encoding only over data sections, never ``identity``
+        (messaging 3.2.4 properties)."""
+        try:
+            sections = self.codec.sections(payload)
+        except RemoteProtocolError as exc:
+            self._violate("malformed", f"a message from the client that does not decode: {exc}")
+            return
+        found = next((s for s in sections if getattr(s, "name", "") == "properties"), None)
+        encoding = found["content-encoding"] if isinstance(found, Composite) else None
+        if encoding is None:
+            return
+        if str(encoding) == "identity":
+            self._violate("content-encoding", "a message whose content-encoding is identity")
+        if any(getattr(s, "name", getattr(s, "descriptor", "")) in ("amqp-value", "amqp-sequence")
+               for s in sections):  # fmt: skip
+            self._violate("content-encoding", "a content-encoding on a body that is not data")
+
+    @property
+    def _channel_max(self) -> int:
+        return int(self.script.open_fields["channel-max"])
+
+    @property
+    def _handle_max(self) -> int:
+        return int(self.script.begin_fields.get("handle-max", HANDLE_MAX))
+
     def _in_sequence(self, delivery: Any) -> None:
         """A client's delivery-id is the next its session owes (transport 2.7.5 transfer)."""
         if delivery is None:
-            self.ex.violations.append("the first transfer of a delivery without a delivery-id")
+            self._violate("delivery-id", "the first transfer of a delivery without a delivery-id")
         elif self.next_incoming is not None and int(delivery) != self.next_incoming:
-            self.ex.violations.append(f"delivery-id {delivery} where {self.next_incoming} was next")
+            self._violate(
+                "delivery-id", f"delivery-id {delivery} where {self.next_incoming} was next"
+            )
         if delivery is not None:
             self.next_incoming = (int(delivery) + 1) & 0xFFFFFFFF
 
@@ -505,7 +571,7 @@ class _Play:
         last = int(body["last"] if body["last"] is not None else first)
         for delivery in range(first, last + 1):
             if delivery >= self.next_delivery and not self.ids_spent:  # (a strike's: its own)
-                self.ex.violations.append(f"disposition of delivery {delivery}, never sent")
+                self._violate("disposition", f"disposition of delivery {delivery}, never sent")
                 break
             self.unsettled.discard(delivery)
 
@@ -528,7 +594,7 @@ class _Play:
         self.channel = None
 
     def _on_open(self, frame: Frame, body: Composite) -> None:
-        self.ex.violations.append("a second open from the client")
+        self._violate("order", "a second open from the client")
 
     # -- deliveries --------------------------------------------------------------------------------
 
