@@ -38,6 +38,7 @@ class Amqp091Checker(Checker):
         self.extension = load(extension) if extension else None
         self.raw: set[str] = set()  # connections opened with handshake: false
         self.variables.add("plain")
+        self.served = False  # a client file's serve step came
 
     # -- shared checks -------------------------------------------------------------------------
 
@@ -453,6 +454,33 @@ class Amqp091Checker(Checker):
 
     @handles("restart_broker")
     def _restart_broker(self, value: Located) -> tuple[Step, ...]:
+        return ()
+
+    @handles("serve")
+    def _serve(self, value: Located) -> tuple[Step, ...]:
+        from amqpfuzz.strategies.amqp091.serving import OPERATORS  # (only client files need it)
+
+        operator = value.get("operator")
+        names = [op.name for op in OPERATORS]
+        if operator is not None and operator not in names:
+            self.fail(
+                value.line,
+                f"{operator!r} is not a server-side operator; they are {', '.join(names)}",
+            )
+        self.served = True
+        return ()
+
+    @handles("expect_client")
+    def _expect_client(self, value: Located) -> tuple[Step, ...]:
+        if not self.served:
+            self.fail(value.line, "expect_client follows a serve")
+        close = value["close"]
+        if close in ("channel", "connection"):
+            self.close_code(close, value.get("code"), value.line)
+        elif close not in ("socket", "none", "any") or value.get("code") is not None:
+            self.fail(value.line, "close is connection, channel (with a code), socket, none or any")
+        if value.get("frames", "valid") != "valid":
+            self.fail(value.line, "frames is valid")
         return ()
 
     @handles("repeat")

@@ -17,6 +17,8 @@ shares:
   (``basic.return``) is read with its content.
 * The connection class's methods (start, tune, ...) are the handshake's: a file sends or expects
   them only on a connection opened with ``handshake: false``.
+* A client file (capability ``client``) is played against a client library's shim, amqpfuzz
+  being its broker: one ``serve`` then one ``expect_client``.
 * The send steps await nothing; ``open_channel``, ``get``, ``consume`` await their answer and
   fail the scenario at that step if it does not come. A refusal is tested with ``send`` and
   ``expect``.
@@ -182,6 +184,24 @@ STEPS: Mapping[str, StepKind] = {
             "just after publishing to it",
             ("steps",),
             ("within",),
+        ),
+        # -- a client library's side (capability client: amqpfuzz scenarios --client) ------------
+        StepKind(
+            "serve",
+            "amqpfuzz, the broker a client library connects to, strikes with server-side "
+            "`operator` at its point (none: a valid connection)",
+            (),
+            ("operator",),
+            "client",
+        ),
+        StepKind(
+            "expect_client",
+            "the client closes (`close`: connection, channel, socket; `none`: it carries on "
+            "until the broker closes; `any`) with `code` if given; `frames: valid`: what it "
+            "sends breaks nothing the broker checks",
+            ("close",),
+            ("code", "frames"),
+            "client",
         ),
         StepKind(
             "until_limit",

@@ -54,10 +54,27 @@ def test_client_files_are_played_against_each_client_and_recorded(tmp_path: Path
         assert record["failure"]["signature"].startswith(f"scenario:{record['target']['label']}:")
 
 
+def test_the_0_9_1_client_files_are_played_against_0_9_1_clients(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [AMQPFUZZ, "scenarios", "--client", "pika", "--client", "rabbitmq-c", "--out",
+         str(tmp_path), "--timeout", "3"],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode in (0, 1), done.stdout + done.stderr
+    assert "client conformance (AMQP 0-9-1)" in done.stdout
+    records = [r for f in tmp_path.glob("records-*.jsonl") for r in read_records(f)]
+    support = [r for r in records if r["spec_ref"] == "connection.start/client-support"]
+    assert {r["target"]["label"] for r in support} == {"pika", "rabbitmq-c"}
+    for record in support:  # a version the client cannot handle: the socket, without a word
+        assert record["expected"]["outcome"] == "socket-close"
+        assert record["verdict"] in ("pass", "fail")
+        assert (record["verdict"] == "pass") == (record["observed"]["outcome"] == "socket-close")
+
+
 @pytest.mark.parametrize(
     ("args", "says"),
     [
-        (["--client", "pika"], "no client scenario of AMQP 0-9-1 is chosen"),
+        (["--client", "pika", "-k", "nothing-is-named-so"], "no client scenario of AMQP 0-9-1"),
         (["--client", "proton", "--broker", "rabbitmq"], "give no --url or --broker"),
         (["--client", "proton", "--protocol", "0-9-1"], "--client proton speaks AMQP 1.0"),
     ],

@@ -18,6 +18,12 @@ __all__ = ["ControlSteps"]
 
 
 class ControlSteps(PlayerState, part=True):
+    @handles("serve", "expect_client")
+    def _step_client(self, step: Step, args: Mapping[str, Any]) -> None:
+        raise AmqpfuzzError(
+            "a client scenario: amqpfuzz scenarios --client NAME plays it against a client library"
+        )
+
     @handles("restart_broker")
     def _step_restart_broker(self, step: Step, args: Mapping[str, Any]) -> None:
         if self.broker is None:
