@@ -38,7 +38,9 @@ def test_each_1_0_client_takes_valid_scripts(name: str, tmp_path: Path) -> None:
     assert outcome.cases == 4
     assert not outcome.failures, outcome.messages
     records = _records(tmp_path)
-    assert {r["verdict"] for r in records} == {"pass"}
+    # (uamqp's drain in its session flows is its bundled profile's deviation: an xfail)
+    assert {r["verdict"] for r in records} <= {"pass", "xfail"}
+    assert all(r["verdict"] == "pass" or r["deviation"] for r in records)
     target = records[0]["target"]
     assert target["protocol"] == "1.0" and target["version"]  # type: ignore[index]
     # every case saw the client's own message come back, and the script's own deliveries
@@ -63,9 +65,9 @@ def test_broken_frames_are_judged_by_condition_and_scope_across_the_three_client
         expected = record["expected"]
         if record["mutation"] == "unattached-handle":  # a session error, by its condition
             assert expected["outcome"] == "session-close"  # type: ignore[index]
-            assert expected["reply_code"] == "amqp:session:unattached-handle"  # type: ignore[index]
+            assert expected["condition"] == "amqp:session:unattached-handle"  # type: ignore[index]
         else:
-            assert expected["reply_code"] == "amqp:connection:framing-error"  # type: ignore[index]
+            assert expected["condition"] == "amqp:connection:framing-error"  # type: ignore[index]
     # a failure's signature names the client, the operator, what was required and seen
     for outcome in outcomes:
         for signature in outcome.failures:

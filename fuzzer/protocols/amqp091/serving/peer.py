@@ -14,7 +14,7 @@ import contextlib
 import socket
 import time
 
-from amqpfuzz.spec import AmqpfuzzError, RemoteProtocolError
+from amqpfuzz.spec import AmqpfuzzError
 from amqpfuzz.spec.amqp091 import Spec
 from amqpfuzz.spec.amqp091.codec import (
     Codec,
@@ -27,6 +27,7 @@ from amqpfuzz.spec.amqp091.codec import (
 from amqpfuzz.strategies.amqp091.serving import Delivery, Point, Script, Strike
 
 from ...served import Exchange
+from ...serving import Conversation, Ended
 from .model import Model, Sent
 
 __all__ = ["Exchange", "Peer", "ServingError"]
@@ -89,28 +90,26 @@ class Peer:
         return play.ex
 
 
-class _Play:
+class _Play(Conversation):
     def __init__(self, peer: Peer, conn: socket.socket, script: Script, deadline: float) -> None:
-        self.peer, self.conn, self.script, self.deadline = peer, conn, script, deadline
+        super().__init__(conn, deadline, peer.codec.reader())
+        self.peer, self.script = peer, script
         self.codec = peer.codec
         self.spec = peer.spec
         self.model = Model(peer.spec, script)
-        self.ex = Exchange()
-        self.reader = self.codec.reader()
         self.replies = 0
         self.pending = script.operator is not None
         self.closing = False
-        self.backlog: list[Frame] = []  # frames read past the method expected
+
+    # -- what the conversation needs ------------------------------------------------------------
+
+    def _refuse(self, message: str) -> None:
+        self.model.violations.append(message)
+
+    def _pending(self) -> int:
+        return int(self.reader.pending)
 
     # -- sending ----------------------------------------------------------------------------------
-
-    def _send(self, data: bytes, label: str) -> None:
-        self.ex.sent.append(label)
-        try:
-            self.conn.sendall(data)
-        except OSError:
-            self.ex.ended = "socket"
-            raise _Ended from None
 
     def _frames(self, frames: list[Frame]) -> None:
         for frame in frames:
@@ -155,54 +154,12 @@ class _Play:
 
     # -- receiving --------------------------------------------------------------------------------
 
-    def _read(self, wait: float) -> list[Frame] | None:
-        """Frames the client sent within ``wait`` seconds ([] if none; None once it closed)."""
-        if self.backlog:
-            frames, self.backlog = self.backlog, []
-            return frames
-        self.conn.settimeout(max(0.001, min(wait, self.deadline - time.monotonic())))
-        try:
-            data = self.conn.recv(65536)
-        except TimeoutError:
-            return []
-        except OSError:
-            data = b""
-        if not data:
-            self.ex.ended = "socket"
-            return None
-        if self.ex.struck is not None:
-            self.ex.after_strike.append(data[:64].hex())
-        if self.ex.malformed is not None:
-            return []
-        try:
-            frames = self.reader.feed(data)
-        except RemoteProtocolError as exc:
-            self.ex.malformed = f"{type(exc).__name__}: {exc}"
-            self.model.violations.append(f"malformed frame from the client: {exc}")
-            return []
-        for frame in frames:
-            self.ex.received.append(repr(frame))
-        return frames
-
-    def _wait(self, quiet: float, *, settle: bool = False) -> None:
-        """Handles what the client sends until it is quiet for ``quiet`` seconds."""
-        while time.monotonic() < self.deadline:
-            frames = self._read(quiet)
-            if frames is None:
-                raise _Ended
-            if not frames:
-                if settle or self.reader.pending == 0:
-                    return
-                continue
-            for frame in frames:
-                self._handle(frame)
-
     def _expect(self, name: str) -> MethodFrame:
         """The client's next method, which should be ``name``."""
         while time.monotonic() < self.deadline:
             frames = self._read(self.deadline - time.monotonic())
             if frames is None:
-                raise _Ended
+                raise Ended
             for at, frame in enumerate(frames):
                 if isinstance(frame, MethodFrame) and frame.name == "connection.close":
                     self._handle(frame)
@@ -211,7 +168,7 @@ class _Play:
                     return frame
                 if not isinstance(frame, ProtocolHeader):
                     self.model.violations.append(f"{frame!r} where {name} belongs")
-        raise _Ended
+        raise Ended
 
     def _handle(self, frame: Frame) -> None:
         if isinstance(frame, MethodFrame) and frame.name == "connection.close":
@@ -222,13 +179,13 @@ class _Play:
                 int(args.get("class_id", 0)),
                 int(args.get("method_id", 0)),
             )
-            with contextlib.suppress(_Ended):
+            with contextlib.suppress(Ended):
                 self._frames([self.codec.method("connection.close-ok")])
             self.ex.ended = "client-close"
-            raise _Ended
+            raise Ended
         if isinstance(frame, MethodFrame) and frame.name == "connection.close-ok":
             self.ex.ended = "server-close" if self.closing else "client-close"
-            raise _Ended
+            raise Ended
         if self.closing:
             return  # after our close, everything but close and close-ok is discarded
         if isinstance(frame, MethodFrame) and frame.name == "channel.close":
@@ -244,7 +201,7 @@ class _Play:
         try:
             self._handshake()
             self._app()
-        except _Ended:
+        except Ended:
             return
 
     def _handshake(self) -> None:
@@ -280,7 +237,7 @@ class _Play:
             data += chunk
         if len(data) < 8:
             self.ex.ended = "socket" if time.monotonic() < self.deadline else "timeout"
-            raise _Ended
+            raise Ended
         self.ex.received.append(f"protocol header {data!r}")
         return data
 
@@ -364,7 +321,3 @@ class _Play:
                 ),
             )
         return ()
-
-
-class _Ended(Exception):
-    """The connection ended (the client closed it, or the time is up)."""

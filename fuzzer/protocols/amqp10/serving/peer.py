@@ -39,6 +39,7 @@ from amqpfuzz.spec.amqp10.codec import (
 from amqpfuzz.strategies.amqp10.serving import Delivery, NotApplicable, Point, Script, Strike
 
 from ...served import Exchange, Message
+from ...serving import Conversation, Ended
 
 __all__ = ["Peer", "ServingError"]
 
@@ -113,21 +114,14 @@ class _Link:
     partial: list[bytes] = field(default_factory=list)
 
 
-class _Ended(Exception):
-    """The connection ended (the client closed it, or the time is up)."""
-
-
-class _Play:
+class _Play(Conversation):
     def __init__(self, peer: Peer, conn: socket.socket, script: Script, deadline: float) -> None:
-        self.peer, self.conn, self.script, self.deadline = peer, conn, script, deadline
+        super().__init__(conn, deadline, peer.codec.reader(512))
+        self.peer, self.script = peer, script
         self.codec = peer.codec
-        self.ex = Exchange()
-        self.reader = self.codec.reader(512)
         self.pending = script.operator is not None
         self.closing = False
-        self.lingering = False
         self.ids_spent = False
-        self.backlog: list[Header | Frame] = []
         self.opened: dict[str, Any] = {}  # the client's open
         self.channel: int | None = None  # the peer's session channel
         self.their_channel: int | None = None
@@ -141,14 +135,6 @@ class _Play:
         self.names: set[tuple[bool, str]] = set()  # the client's links: (role, name)
 
     # -- sending -----------------------------------------------------------------------------------
-
-    def _send(self, data: bytes, label: str) -> None:
-        self.ex.sent.append(label)
-        try:
-            self.conn.sendall(data)
-        except OSError:
-            self.ex.ended = "socket"
-            raise _Ended from None
 
     def _frame(self, body: Composite, channel: int = 0, payload: bytes = b"") -> None:
         self._send(self.codec.frame(body, channel, payload), body.name)
@@ -194,57 +180,21 @@ class _Play:
 
     # -- receiving ---------------------------------------------------------------------------------
 
-    def _read(self, wait: float) -> list[Header | Frame] | None:
-        if self.backlog:
-            frames, self.backlog = self.backlog, []
-            return frames
-        self.conn.settimeout(max(0.001, min(wait, self.deadline - time.monotonic())))
-        try:
-            data = self.conn.recv(65536)
-        except TimeoutError:
-            return []
-        except OSError:
-            data = b""
-        if not data:
-            self.ex.ended = "socket"
-            return None
-        if self.ex.struck is not None and not self.lingering:
-            self.ex.after_strike.append(data[:64].hex())
-        if self.ex.malformed is not None:
-            return []
-        try:
-            frames = self.reader.feed(data)
-        except RemoteProtocolError as exc:
-            self.ex.malformed = f"{type(exc).__name__}: {exc}"
-            self._violate("malformed", f"malformed frame from the client: {exc}")
-            return []
-        for frame in frames:
-            self.ex.received.append(_label(frame))
-        return frames
+    def _refuse(self, message: str) -> None:
+        self._violate("malformed", message)
 
-    def _wait(self, quiet: float, *, settle: bool = False) -> None:
-        while time.monotonic() < self.deadline:
-            frames = self._read(quiet)
-            if frames is None:
-                raise _Ended
-            if not frames:
-                if settle or self.reader.buffered == 0:
-                    return
-                continue
-            for frame in frames:
-                self._handle(frame)
-        self.ex.ended = "timeout"
-        raise _Ended
+    def _label(self, frame: Any) -> str:
+        return _label(frame)
 
     def _expect(self, name: str) -> Header | Frame:
         """The client's next header (``header``) or frame named ``name``."""
         while time.monotonic() < self.deadline:
             frames = self._read(self.deadline - time.monotonic())
             if frames is None:
-                raise _Ended
+                raise Ended
             for at, frame in enumerate(frames):
                 found = "header" if isinstance(frame, Header) else frame.name
-                if found == name:
+                if found == name and isinstance(frame, Header | Frame):
                     self.backlog = frames[at + 1 :]
                     return frame
                 if isinstance(frame, Frame) and frame.name == "close":
@@ -252,7 +202,7 @@ class _Play:
                 if not (isinstance(frame, Frame) and frame.body is None):
                     self._violate("order", f"{_label(frame)} where {name} belongs")
         self.ex.ended = "timeout"
-        raise _Ended
+        raise Ended
 
     # -- the connection ----------------------------------------------------------------------------
 
@@ -260,7 +210,7 @@ class _Play:
         try:
             self._start()
             self._app()
-        except _Ended:
+        except Ended:
             return
 
     def _start(self) -> None:
@@ -315,7 +265,7 @@ class _Play:
         self.lingering = True
         self.ex.after_strike.clear()
         self._wait(self.deadline - time.monotonic(), settle=True)
-        raise _Ended
+        raise Ended
 
     def _unstruck(self, why: str) -> None:
         """The operator's point never comes: the case is played as valid."""
@@ -376,7 +326,7 @@ class _Play:
         if self.lingering:
             if body.name == "close":
                 self.ex.ended = "socket"
-                raise _Ended
+                raise Ended
             return
         if body.name == "close":
             self._closed(body)
@@ -400,10 +350,10 @@ class _Play:
             description = str(error["description"] or "") if error is not None else ""
             self.ex.client_close = (condition, description, 0, 0)
         if not self.closing:
-            with contextlib.suppress(_Ended):
+            with contextlib.suppress(Ended):
                 self._frame(self.codec.composite("close"))
         self.ex.ended = "server-close" if self.closing else "client-close"
-        raise _Ended
+        raise Ended
 
     def _on_begin(self, frame: Frame, body: Composite) -> None:
         if self.channel is not None:

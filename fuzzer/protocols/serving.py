@@ -1,0 +1,103 @@
+"""What every family's serving peer does with one connection, whatever the protocol: send and
+log, read the client's frames as they come, and hand them on until the client goes quiet.
+
+A family's play of a connection (its ``_Play``) is a :class:`Conversation` with its own
+:meth:`Conversation._handle` (what a frame of the client's means), :meth:`~Conversation._label`
+(how a frame is logged), :meth:`~Conversation._refuse` (a malformed stream, in its words) and
+the reader of its frames (:meth:`~Conversation._pending`: what it holds of a frame to come).
+"""
+
+from __future__ import annotations
+
+import socket
+import time
+from typing import Any
+
+from amqpfuzz.spec import RemoteProtocolError
+
+from .served import Exchange
+
+__all__ = ["Conversation", "Ended"]
+
+
+class Ended(Exception):
+    """The connection ended (the client closed it, or the time is up)."""
+
+
+class Conversation:
+    """One connection a serving peer plays until ``deadline``, and its :class:`Exchange`."""
+
+    def __init__(self, conn: socket.socket, deadline: float, reader: Any) -> None:
+        self.conn, self.deadline, self.reader = conn, deadline, reader
+        self.ex = Exchange()
+        self.backlog: list[Any] = []  # frames read past the one expected
+        self.lingering = False  # after a strike that ends the connection: its words not kept
+
+    # -- what a family says ----------------------------------------------------------------------
+
+    def _handle(self, frame: Any) -> None:
+        raise NotImplementedError
+
+    def _label(self, frame: Any) -> str:
+        return repr(frame)
+
+    def _refuse(self, message: str) -> None:
+        """What the client sent cannot be read: a violation in the family's words."""
+        raise NotImplementedError
+
+    def _pending(self) -> int:
+        """Octets read that do not yet make a whole frame."""
+        return int(self.reader.buffered)
+
+    # -- sending and receiving -------------------------------------------------------------------
+
+    def _send(self, data: bytes, label: str) -> None:
+        self.ex.sent.append(label)
+        try:
+            self.conn.sendall(data)
+        except OSError:
+            self.ex.ended = "socket"
+            raise Ended from None
+
+    def _read(self, wait: float) -> list[Any] | None:
+        """Frames the client sent within ``wait`` seconds ([] if none; None once it closed)."""
+        if self.backlog:
+            frames, self.backlog = self.backlog, []
+            return frames
+        self.conn.settimeout(max(0.001, min(wait, self.deadline - time.monotonic())))
+        try:
+            data = self.conn.recv(65536)
+        except TimeoutError:
+            return []
+        except OSError:
+            data = b""
+        if not data:
+            self.ex.ended = "socket"
+            return None
+        if self.ex.struck is not None and not self.lingering:
+            self.ex.after_strike.append(data[:64].hex())
+        if self.ex.malformed is not None:
+            return []
+        try:
+            read: list[Any] = self.reader.feed(data)
+        except RemoteProtocolError as exc:
+            self.ex.malformed = f"{type(exc).__name__}: {exc}"
+            self._refuse(f"malformed frame from the client: {exc}")
+            return []
+        for frame in read:
+            self.ex.received.append(self._label(frame))
+        return read
+
+    def _wait(self, quiet: float, *, settle: bool = False) -> None:
+        """Handles what the client sends until it is quiet for ``quiet`` seconds (``settle``:
+        the first time it is, even in the middle of a frame)."""
+        while time.monotonic() < self.deadline:
+            frames = self._read(quiet)
+            if frames is None:
+                raise Ended
+            if not frames:
+                if settle or self._pending() == 0:
+                    return
+                continue
+            for frame in frames:
+                self._handle(frame)
