@@ -229,6 +229,11 @@ def _integrity(ex: Exchange, events: Sequence[dict[str, Any]]) -> str:
             marker = (event.get("properties") or {}).get("message-id")
             if marker not in marked:
                 return f"the application got a message the peer never validly sent (message-id {str(marker)[:64]!r})"
+            exact = marked[marker].content
+            if exact is not None and event.get("body") != exact:
+                return (
+                    f"a body delivered as {str(event.get('body'))[:80]}, sent as {str(exact)[:80]}"
+                )
             continue
         body = str(event.get("body", ""))
         sent = valid.get(body)

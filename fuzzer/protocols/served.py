@@ -19,6 +19,7 @@ class Message:
     delivery_tag: int | None
     body: bytes
     properties: dict[str, Any]
+    content: dict[str, Any] | None = None  # 1.0: the body as a shim shows it, where it is exact
 
     @property
     def marker(self) -> str | None:

@@ -571,6 +571,30 @@ def beyond_credit(src: Source, strike: Strike) -> Built:
 
 
 @server(
+    Point.DELIVER,
+    "delivery-id-gap",
+    "a delivery whose delivery-id is not the next the session owes (transport 2.5.6: delivery "
+    "ids are allocated in sequence, next-outgoing-id the next; 2.7.5 transfer delivery-id; no "
+    "reaction is named: a client may end the session, and must stay up)",
+    "sends a delivery's transfer with a delivery-id ahead of or behind the next",
+    ("illegal-state", "invalid-field", "window-violation"),
+    "session",
+    "semantic",
+    or_reply=True,
+)
+def delivery_id_gap(src: Source, strike: Strike) -> Built:
+    body, _ = _first(strike)
+    step = 1 + src.below(1000)
+    wrong = (strike.next_delivery + step) if src.byte() & 1 else (strike.next_delivery - step)
+    wrong &= 0xFFFFFFFF
+    transfer = Composite("transfer", {**body.fields, "delivery-id": UInt(wrong)})
+    data = strike.codec.frame(transfer, strike.channel, _payload(strike))
+    return _sent(
+        strike, data, f"transfer delivery-id {wrong} where {strike.next_delivery} was next"
+    )
+
+
+@server(
     Point.AFTER,
     "unknown-disposition",
     "a disposition for delivery ids the peer never sent (transport 2.7.6 disposition names "

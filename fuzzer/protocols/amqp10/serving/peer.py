@@ -580,7 +580,10 @@ class _Play(Conversation):
         frames = self.codec.transfer_frames(
             self.channel or 0, transfer, payload, min(limit, 1 << 20)
         )
-        message = Message("transfer", self.channel or 0, delivery, payload, {"message-id": marker})
+        message = Message(
+            "transfer", self.channel or 0, delivery, payload, {"message-id": marker},
+            _content(self.codec, payload),
+        )  # fmt: skip
         if strike and marker is not None and self.script.expected.or_reply:
             self.ex.messages.append(message)  # the client may take it as valid
         self.ids_spent = strike  # the strike's delivery ids are its own: the peer sends no more
@@ -599,6 +602,25 @@ class _Play(Conversation):
 
 def _late(codec: Codec, marker: str) -> list[Any]:
     return [codec.composite("properties", message_id=marker), Described("amqp-value", marker)]
+
+
+def _content(codec: Codec, payload: bytes) -> dict[str, Any] | None:
+    """A message's body as the shims show it, where that is exact: an amqp-value string's
+    text, data sections' octets in hex (None for other bodies)."""
+    try:
+        sections = codec.sections(payload)
+    except RemoteProtocolError:
+        return None
+    bodies = [s for s in sections if isinstance(s, Described)]
+    if (
+        len(bodies) == 1
+        and bodies[0].descriptor == "amqp-value"
+        and isinstance(bodies[0].value, str)
+    ):
+        return {"value": bodies[0].value}
+    if bodies and all(b.descriptor == "data" for b in bodies):
+        return {"data": [bytes(b.value).hex() for b in bodies]}
+    return None
 
 
 def _message_id(codec: Codec, payload: bytes) -> str | None:
