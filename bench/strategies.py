@@ -39,7 +39,9 @@ PROTOCOLS = ("0-9-1", "1.0", "0-10")
 
 def emit(figure: str, value: float, **extra: Any) -> None:
     print(
-        json.dumps({"bench": "strategies", "figure": figure, "value": round(value, 1), **extra}),
+        json.dumps(
+            {"bench": "strategies", "figure": figure, "value": float(f"{value:.3g}"), **extra}
+        ),
         flush=True,
     )
 

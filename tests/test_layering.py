@@ -33,6 +33,11 @@ LAZY = {
     ("fuzzer/protocols/amqp10/family.py", "player"): "the scenario player's modules",
     ("fuzzer/protocols/amqp10/family.py", "programs"): "proton and Hypothesis's state machines",
     ("fuzzer/protocols/amqp010/family.py", "player"): "the scenario player's modules",
+    ("fuzzer/protocols/amqp10/family.py", "serving"): "the 1.0 serving peer, for client campaigns",
+    ("fuzzer/cli/serve.py", "serve_clients"): "pyspark, for a client campaign on Spark only",
+    ("fuzzer/cli/scenarios.py", "scenarios_command"): "the client modules, for --client only",
+    ("scenarios/amqp10/checker.py", "_serve"): "the server-side operators, for client files",
+    ("scenarios/amqp091/checker.py", "_serve"): "the server-side operators, for client files",
 }
 
 

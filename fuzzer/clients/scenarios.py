@@ -21,6 +21,8 @@ from typing import Any
 
 from amqpfuzz.scenarios import Scenario, Step, load_all
 from amqpfuzz.spec import OutcomeKind, family_of
+from amqpfuzz.spec.amqp091 import load as load091
+from amqpfuzz.spec.amqp10 import load as load10
 from amqpfuzz.strategies.amqp10.serving import Script as Script10
 
 from ..brokers.profiles import Profile
@@ -183,11 +185,7 @@ def _code(protocol: str, expect: Step) -> int | str | None:
     if name is None:
         return None
     if family_of(protocol) == "amqp10":
-        from amqpfuzz.spec.amqp10 import load as load10
-
         return str(load10(protocol).error_conditions()[str(name)][0])
-    from amqpfuzz.spec.amqp091 import load as load091
-
     return int(load091(protocol).constant(str(name)).value)
 
 
