@@ -38,3 +38,24 @@ def test_a_message_is_known_by_its_id_and_its_body_octet_for_octet(
     body: object, message_id: str, signature: str
 ) -> None:
     assert _judged(body, message_id) == signature
+
+
+@pytest.mark.parametrize(
+    ("client", "signature"),
+    [
+        ("proton", "reaction:proton:handle-in-use:session-close/amqp:session:handle-in-use"
+                   "->connection-close/amqp:invalid-field"),
+        ("rhea", "reaction:rhea:doff-small:connection-close/amqp:connection:framing-error"
+                 "->socket-close"),
+        ("uamqp", "client-frames:uamqp:valid:reply->a session flow with drain set (N.N.N)"
+                  " [session-flow-drain]"),
+    ],
+)  # fmt: skip
+def test_the_bundled_1_0_profiles_document_each_clients_common_deviation(
+    client: str, signature: str
+) -> None:
+    from amqpfuzz.fuzzer.clients.campaign import client_profile
+
+    profile = client_profile(client, None)
+    assert profile is not None and profile.deviation(signature) is not None
+    assert profile.deviation(signature.replace(client, "another")) is None
