@@ -32,16 +32,17 @@ CLASSES = (
     "transport",
 )
 # The capabilities of amqpfuzz.scenarios.vocabulary.CAPABILITIES (a test keeps them equal).
-CAPABILITIES = ("second-connection", "restart", "many-queues", "raw-bytes", "consumer")
+# (``client``: the client files, which client items play, share the client items' marker)
+CAPABILITIES = ("second-connection", "restart", "many-queues", "raw-bytes", "consumer", "client")
 MARKERS = {
     "amqp_scenario": "an amqpfuzz scenario file played against the target",
     "amqp_fuzz": "an amqpfuzz fuzz item: Hypothesis cases judged by the specification",
-    "amqp_client": "an amqpfuzz client item: server scripts served to a client library",
     **{f"amqp_class_{c}": f"amqpfuzz item about the AMQP {c} class" for c in CLASSES},
     **{
         f"amqp_{c.replace('-', '_')}": f"amqpfuzz scenario needing the {c} capability"
         for c in CAPABILITIES
     },
+    "amqp_client": "an amqpfuzz client item: server scripts served to a client library",
 }
 
 
