@@ -13,11 +13,11 @@ import contextlib
 import time
 from collections.abc import Callable
 
-from hypothesis import HealthCheck, Phase, Verbosity, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.errors import Flaky
 
-from ..engine.seeding import Seeded
+from ..engine.seeding import shrinking
 from ..protocols.family import ServerScript
 from .judge import Judged
 
@@ -37,16 +37,7 @@ def shrink_script(
     deadline = time.monotonic() + budget
     size = len(script.blob)
 
-    @settings(
-        database=Seeded(script.blob),
-        phases=[Phase.reuse, Phase.shrink],
-        max_examples=1000,
-        deadline=None,
-        suppress_health_check=list(HealthCheck),
-        report_multiple_bugs=False,
-        verbosity=Verbosity.quiet,
-        print_blob=False,
-    )
+    @shrinking(script.blob)
     @given(st.binary(min_size=size, max_size=size))
     def still_fails(blob: bytes) -> None:
         if time.monotonic() > deadline:

@@ -21,9 +21,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from hypothesis import HealthCheck, Phase, Verbosity, settings
 from hypothesis.database import ExampleDatabase, choices_to_bytes
 
-__all__ = ["Namespaced", "Seeded"]
+__all__ = ["Namespaced", "Seeded", "shrinking"]
 
 
 _SHRUNK_LATER = b".secondary"  # the suffix of the key whose examples Hypothesis shrinks
@@ -68,3 +69,18 @@ class Namespaced(ExampleDatabase):
 
     def move(self, src: bytes, dest: bytes, value: bytes) -> None:
         self.inner.move(self.namespace + src, self.namespace + dest, value)
+
+
+def shrinking(blob: bytes) -> settings:
+    """How a test that shrinks a failure found outside Hypothesis runs: ``blob`` replayed
+    first (:class:`Seeded`), then only shrunk, quietly, for as long as its caller allows."""
+    return settings(
+        database=Seeded(blob),
+        phases=[Phase.reuse, Phase.shrink],
+        max_examples=1000,
+        deadline=None,
+        suppress_health_check=list(HealthCheck),
+        report_multiple_bugs=False,
+        verbosity=Verbosity.quiet,
+        print_blob=False,
+    )

@@ -10,14 +10,14 @@ from __future__ import annotations
 import contextlib
 import time
 
-from hypothesis import HealthCheck, Phase, Verbosity, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.errors import Flaky
 
 from amqpfuzz.strategies import Case
 
 from .runner import Result, Runner
-from .seeding import Seeded
+from .seeding import shrinking
 
 __all__ = ["shrink"]
 
@@ -32,16 +32,7 @@ def shrink(
     smallest: list[Result] = []
     deadline = time.monotonic() + budget
 
-    @settings(
-        database=Seeded(case.blob),
-        phases=[Phase.reuse, Phase.shrink],
-        max_examples=1000,
-        deadline=None,
-        suppress_health_check=list(HealthCheck),
-        report_multiple_bugs=False,
-        verbosity=Verbosity.quiet,
-        print_blob=False,
-    )
+    @shrinking(case.blob)
     @given(cases)
     def still_fails(candidate: Case) -> None:
         if time.monotonic() > deadline:
