@@ -9,19 +9,60 @@ the reader of its frames (:meth:`~Conversation._pending`: what it holds of a fra
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import time
 from typing import Any
 
-from amqpfuzz.spec import RemoteProtocolError
+from amqpfuzz.spec import AmqpfuzzError, RemoteProtocolError
 
 from .served import Exchange
 
-__all__ = ["Conversation", "Ended"]
+__all__ = ["Conversation", "Ended", "Listener", "ServingError"]
+
+
+class ServingError(AmqpfuzzError):
+    """A serving peer cannot listen or serve (one line)."""
 
 
 class Ended(Exception):
     """The connection ended (the client closed it, or the time is up)."""
+
+
+class Listener:
+    """A serving peer's socket: a free loopback port, one connection at a time."""
+
+    def __init__(self) -> None:
+        try:
+            self.sock = socket.create_server(("127.0.0.1", 0))
+        except OSError as exc:
+            raise ServingError(f"cannot listen on the loopback interface: {exc}") from None
+        self.port = self.sock.getsockname()[1]
+
+    def close(self) -> None:
+        self.sock.close()
+
+    def accept(self, timeout: float) -> socket.socket | None:
+        """The next connection, or None if none came within ``timeout`` seconds."""
+        self.sock.settimeout(timeout)
+        try:
+            conn, _ = self.sock.accept()
+        except (TimeoutError, BlockingIOError):  # none within the time (none waiting: 0)
+            return None
+        conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        return conn
+
+    @staticmethod
+    def played(conversation: Conversation, started: float) -> Exchange:
+        """``conversation`` played out, its connection closed; its exchange, timed from
+        ``started``."""
+        try:
+            conversation.run()
+        finally:
+            with contextlib.suppress(OSError):
+                conversation.conn.close()
+        conversation.ex.duration = time.monotonic() - started
+        return conversation.ex
 
 
 class Conversation:
@@ -34,6 +75,10 @@ class Conversation:
         self.lingering = False  # after a strike that ends the connection: its words not kept
 
     # -- what a family says ----------------------------------------------------------------------
+
+    def run(self) -> None:
+        """Plays the connection to its end."""
+        raise NotImplementedError
 
     def _handle(self, frame: Any) -> None:
         raise NotImplementedError

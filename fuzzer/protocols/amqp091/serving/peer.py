@@ -14,7 +14,6 @@ import contextlib
 import socket
 import time
 
-from amqpfuzz.spec import AmqpfuzzError
 from amqpfuzz.spec.amqp091 import Spec
 from amqpfuzz.spec.amqp091.codec import (
     Codec,
@@ -27,7 +26,7 @@ from amqpfuzz.spec.amqp091.codec import (
 from amqpfuzz.strategies.amqp091.serving import Delivery, Point, Script, Strike
 
 from ...served import Exchange
-from ...serving import Conversation, Ended
+from ...serving import Conversation, Ended, Listener, ServingError
 from .model import Model, Sent
 
 __all__ = ["Exchange", "Peer", "ServingError"]
@@ -41,21 +40,13 @@ SETTLE = 0.15
 CASE_OVER = "amqpfuzz: case over"
 
 
-class ServingError(AmqpfuzzError):
-    """The peer cannot listen or serve (one line)."""
-
-
-class Peer:
+class Peer(Listener):
     """Listens on a free loopback port; serves one connection at a time."""
 
     def __init__(self, spec: Spec) -> None:
+        super().__init__()
         self.spec = spec
         self.codec: Codec = codec_for(spec)
-        try:
-            self.sock = socket.create_server(("127.0.0.1", 0))
-        except OSError as exc:
-            raise ServingError(f"cannot listen on the loopback interface: {exc}") from None
-        self.port = self.sock.getsockname()[1]
         # the code of the close that ends every case ("an operator intervened")
         self.case_over = int(spec.constant("connection-forced").value)
 
@@ -63,31 +54,13 @@ class Peer:
     def url(self) -> str:
         return f"amqp://guest:guest@127.0.0.1:{self.port}/"
 
-    def close(self) -> None:
-        self.sock.close()
-
-    def accept(self, timeout: float) -> socket.socket | None:
-        """The next connection, or None if none came within ``timeout`` seconds."""
-        self.sock.settimeout(timeout)
-        try:
-            conn, _ = self.sock.accept()
-        except (TimeoutError, BlockingIOError):  # none within the time (none waiting: 0)
-            return None
-        conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        return conn
-
     def play(self, conn: socket.socket, script: Script, timeout: float) -> Exchange:
         """Plays ``script`` on ``conn`` for at most ``timeout`` seconds, then closes it."""
         started = time.monotonic()
         play = _Play(self, conn, script, started + timeout)
-        try:
-            play.run()
-        finally:
-            with contextlib.suppress(OSError):
-                conn.close()
-        play.ex.duration = time.monotonic() - started
-        play.ex.violations = play.model.violations
-        return play.ex
+        ex = self.played(play, started)
+        ex.violations = play.model.violations
+        return ex
 
 
 class _Play(Conversation):

@@ -23,7 +23,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from amqpfuzz.spec import AmqpfuzzError, OutcomeKind, RemoteProtocolError
+from amqpfuzz.spec import OutcomeKind, RemoteProtocolError
 from amqpfuzz.spec.amqp10 import Spec100
 from amqpfuzz.spec.amqp10.codec import (
     Codec,
@@ -39,7 +39,7 @@ from amqpfuzz.spec.amqp10.codec import (
 from amqpfuzz.strategies.amqp10.serving import Delivery, NotApplicable, Point, Script, Strike
 
 from ...served import Exchange, Message
-from ...serving import Conversation, Ended
+from ...serving import Conversation, Ended, Listener, ServingError
 
 __all__ = ["Peer", "ServingError"]
 
@@ -51,50 +51,22 @@ HANDLE_MAX = 63  # the peer's own handle-max
 WINDOW = 2048
 
 
-class ServingError(AmqpfuzzError):
-    """The peer cannot listen or serve (one line)."""
-
-
-class Peer:
+class Peer(Listener):
     """Listens on a free loopback port; serves one connection at a time."""
 
     def __init__(self, spec: Spec100, codec: Codec) -> None:
+        super().__init__()
         self.spec, self.codec = spec, codec
-        try:
-            self.sock = socket.create_server(("127.0.0.1", 0))
-        except OSError as exc:
-            raise ServingError(f"cannot listen on the loopback interface: {exc}") from None
-        self.port = self.sock.getsockname()[1]
         self.case_over = "amqp:connection:forced"
 
     @property
     def url(self) -> str:
         return f"amqp://guest:guest@127.0.0.1:{self.port}"
 
-    def close(self) -> None:
-        self.sock.close()
-
-    def accept(self, timeout: float) -> socket.socket | None:
-        """The next connection, or None if none came within ``timeout`` seconds."""
-        self.sock.settimeout(timeout)
-        try:
-            conn, _ = self.sock.accept()
-        except (TimeoutError, BlockingIOError):
-            return None
-        conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        return conn
-
     def play(self, conn: socket.socket, script: Script, timeout: float) -> Exchange:
         """Plays ``script`` on ``conn`` for at most ``timeout`` seconds, then closes it."""
         started = time.monotonic()
-        play = _Play(self, conn, script, started + timeout)
-        try:
-            play.run()
-        finally:
-            with contextlib.suppress(OSError):
-                conn.close()
-        play.ex.duration = time.monotonic() - started
-        return play.ex
+        return self.played(_Play(self, conn, script, started + timeout), started)
 
 
 @dataclass
