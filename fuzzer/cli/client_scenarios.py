@@ -15,7 +15,7 @@ from pathlib import Path
 from rich.table import Table
 
 from amqpfuzz.scenarios import select
-from amqpfuzz.spec import family_of
+from amqpfuzz.spec import DEFAULT_PROTOCOL, family_of
 
 from ..clients.campaign import ClientSettings
 from ..clients.scenarios import ClientVerdict, client_scenarios, play_client_scenarios
@@ -42,7 +42,7 @@ def play_clients(
         if len({family_of(p) for p in spoken if p}) > 1:
             raise BadInput(f"the clients speak {', '.join(sorted(p for p in spoken if p))}: "
                            "give --protocol, and clients of it")  # fmt: skip
-        protocol = next(iter(spoken)) or "1.0"
+        protocol = next(iter(spoken)) or DEFAULT_PROTOCOL
     for client in clients:
         client.speaks(protocol)
     files = select(keyword, client_scenarios(protocol))

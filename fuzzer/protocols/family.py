@@ -14,7 +14,7 @@ cannot do that yet.
 from __future__ import annotations
 
 import socket
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
@@ -208,6 +208,16 @@ class Serving(Protocol):
 
     def peer(self, protocol: str) -> ServingPeer:
         """A peer listening on a free loopback port."""
+
+    def scripted(
+        self, protocol: str, operator: str | None, served: Mapping[str, Any], blob: bytes
+    ) -> ServerScript:
+        """The script a client scenario's ``serve`` step asks for: read from ``blob``,
+        ``operator`` struck (None: valid), the peer's own frames' fields as ``served`` gives
+        them (what the family's scenario language lets a file set)."""
+
+    def code(self, protocol: str, name: str) -> int | str:
+        """A code by its name in the specification, as a client's close carries it."""
 
 
 class DriverFamily(Protocol):

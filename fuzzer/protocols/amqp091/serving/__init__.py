@@ -4,7 +4,8 @@ plays a script per connection (:mod:`.peer`), and the broker in miniature it ans
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 from hypothesis.errors import InvalidArgument
 
@@ -51,6 +52,17 @@ class Amqp091Serving:
 
     def peer(self, protocol: str) -> Peer:
         return Peer(_spec(protocol))
+
+    def scripted(
+        self, protocol: str, operator: str | None, served: Mapping[str, Any], blob: bytes
+    ) -> Script:
+        if served:  # (the language gives a 0-9-1 serve step an operator alone)
+            raise ServingError(f"a 0-9-1 serve step sets no fields: {', '.join(served)}")
+        names = [operator] if operator is not None else None
+        return self.scripts(protocol, names, 0.0 if operator else 1.0)[1](blob)
+
+    def code(self, protocol: str, name: str) -> int:
+        return int(_spec(protocol).constant(name).value)
 
 
 def _spec(protocol: str) -> Spec:

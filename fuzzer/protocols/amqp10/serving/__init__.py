@@ -3,7 +3,9 @@ libraries: the family's server side."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
+from typing import Any
 
 from hypothesis.errors import InvalidArgument
 
@@ -61,6 +63,18 @@ class Amqp10Serving:
 
     def peer(self, protocol: str) -> Peer:
         return Peer(_spec(protocol), codec_for(protocol))
+
+    def scripted(
+        self, protocol: str, operator: str | None, served: Mapping[str, Any], blob: bytes
+    ) -> Script:
+        """(``served``: the peer's ``open`` and ``begin`` fields.)"""
+        names = [operator] if operator is not None else None
+        script = self.scripts(protocol, names, 0.0 if operator else 1.0)[1](blob)
+        opened = {**script.open_fields, **dict(served.get("open") or {})}
+        return replace(script, open_fields=opened, begin_fields=dict(served.get("begin") or {}))
+
+    def code(self, protocol: str, name: str) -> str:
+        return str(_spec(protocol).error_conditions()[name][0])
 
 
 def _spec(protocol: str) -> Spec100:
