@@ -76,8 +76,12 @@ def test_valid_cases_pass_each_on_a_session_of_its_own(
     uses = Counter(r.channel for r in results)
     assert max(uses.values()) <= len(runner.lanes) + len(opened), (uses, len(opened))
     lanes = [lane for lane in runner.lanes if lane.connection is not None]
-    for lane in lanes:
-        assert lane.connection is not None and lane.connection.alive
+    # a lane whose last case hung is left with the connection that hang made unusable (the
+    # next case would open another): one such lane per hang at most
+    alive = [lane for lane in lanes if lane.connection is not None and lane.connection.alive]
+    assert len(lanes) - len(alive) <= len(hung), (len(lanes), len(alive), hung)
+    for lane in alive:
+        assert lane.connection is not None
         assert lane.connection.open_channels == set(lane.channels)
 
 
