@@ -146,7 +146,7 @@ def play_one(
         judged = judge(client.name, script, ex, [], False, died, 0, MEMORY_BOUND, peer.case_over)
         shim.restart(before=lambda: _drain(peer))
         return judged, ex
-    ex = peer.play(conn, script, timeout)
+    ex = peer.play(conn, script, timeout, shim.hearing(peer.waits))
     events, final = shim.events(time.monotonic() + min(2.0, timeout))
     died = shim.died(wait=0.2) if not final else shim.died()
     if died is not None and final and died.status == 0:

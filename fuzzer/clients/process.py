@@ -2,7 +2,8 @@
 
 A shim is long-lived: it connects, does what its application does, reports it as JSON lines
 (see ``shims/README`` for the contract) and reconnects for the next case. This module reads
-those lines on a thread of its own (:meth:`ShimProcess.events`), keeps the tail of what the
+those lines on a thread of its own (:meth:`ShimProcess.events`), tells the serving peer what
+the current case reported so far as it comes (:meth:`ShimProcess.hearing`), keeps the tail of what the
 shim wrote on stderr (a crash's traceback or panic), measures its resident memory, and ends it
 with the process that started it: it runs in a process group of its own and, on Linux, dies
 with its parent (``PR_SET_PDEATHSIG``), so a killed campaign leaves no shim behind.
@@ -27,7 +28,7 @@ from typing import Any
 
 from amqpfuzz.spec import AmqpfuzzError
 
-__all__ = ["Died", "ShimError", "ShimProcess"]
+__all__ = ["Died", "Hearing", "ShimError", "ShimProcess"]
 
 FINAL = ("closed", "error")  # the events that end a case
 _RUBY = re.compile(r"^\S+:\d+:in .*\(([A-Z][\w:]*)\)$")
@@ -91,10 +92,12 @@ class ShimProcess:
             raise ShimError(f"cannot start the client {self.command[0]}: {exc.strerror}") from None
         self.started += 1
         self.lines: queue.Queue[dict[str, Any] | None] = queue.Queue()
+        self.said: dict[int, list[dict[str, Any]]] = {}  # by case, as they come (the last few)
         self.stderr: deque[str] = deque(maxlen=40)
         assert self.proc.stdout is not None and self.proc.stderr is not None
         threading.Thread(target=self._pump, args=(self.proc.stdout,), daemon=True).start()
-        threading.Thread(target=self._drain, args=(self.proc.stderr,), daemon=True).start()
+        self._draining = threading.Thread(target=self._drain, args=(self.proc.stderr,), daemon=True)
+        self._draining.start()
 
     def _pump(self, stream: Any) -> None:
         for raw in stream:
@@ -105,9 +108,13 @@ class ShimProcess:
                 event = json.loads(line)
             except ValueError:
                 event = {"event": "noise", "text": line[:200]}
-            self.lines.put(
-                event if isinstance(event, dict) else {"event": "noise", "text": line[:200]}
-            )
+            if not isinstance(event, dict):
+                event = {"event": "noise", "text": line[:200]}
+            case = event.get("case")
+            if isinstance(case, int) and not isinstance(case, bool):
+                self.said.setdefault(case, []).append(event)
+                self.said.pop(case - 3, None)
+            self.lines.put(event)
         self.lines.put(None)
 
     def _drain(self, stream: Any) -> None:
@@ -142,6 +149,11 @@ class ShimProcess:
             if event.get("event") in FINAL:
                 return out, True
 
+    def hearing(self, waits: Callable[[dict[str, Any]], bool]) -> Hearing:
+        """What the current case (the connection last accepted) reports, as it comes;
+        ``waits``: an event after which the shim's application waits for the peer."""
+        return Hearing(self.said.setdefault(self.connections - 1, []), waits)
+
     def died(self, wait: float = 0.0) -> Died | None:
         """How the shim ended, if it has (waiting ``wait`` seconds for it)."""
         try:
@@ -150,7 +162,7 @@ class ShimProcess:
             return None
         if status is None:
             return None
-        time.sleep(0.05)  # the stderr thread's last lines
+        self._draining.join(timeout=0.5)  # its last lines (a child it left may hold the pipe)
         return Died(status, _what_ended(list(self.stderr)))
 
     def rss(self) -> int:
@@ -174,6 +186,21 @@ class ShimProcess:
             os.killpg(self.proc.pid, signal.SIGKILL)
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.proc.wait(timeout=5)
+
+
+@dataclass(frozen=True)
+class Hearing:
+    """A case's events as its shim reports them (a serving peer's
+    :class:`~amqpfuzz.fuzzer.protocols.serving.Heard`)."""
+
+    events: list[dict[str, Any]]  # filled by the shim's reading thread
+    waits: Callable[[dict[str, Any]], bool]
+
+    def said(self) -> int:
+        return len(self.events)
+
+    def waiting(self) -> bool:
+        return any(self.waits(event) for event in list(self.events))
 
 
 _NAMED = re.compile(r"^[\w.$]*(Error|Exception)\b[^(]*(:|\{|$)")

@@ -24,6 +24,7 @@ from amqpfuzz.spec import AmqpfuzzError, OutcomeKind
 from .driver import Driver
 from .outcome import Outcome
 from .served import Exchange
+from .serving import Heard
 
 if TYPE_CHECKING:
     from hypothesis.stateful import RuleBasedStateMachine
@@ -180,7 +181,13 @@ class ServingPeer(Protocol):
 
     def accept(self, timeout: float) -> socket.socket | None: ...
 
-    def play(self, conn: socket.socket, script: Any, timeout: float) -> Exchange: ...
+    @staticmethod
+    def waits(event: dict[str, object]) -> bool:
+        """A shim's event (the family's shim contract) after which its application waits."""
+
+    def play(
+        self, conn: socket.socket, script: Any, timeout: float, heard: Heard | None = None
+    ) -> Exchange: ...
 
     def close(self) -> None: ...
 

@@ -5,6 +5,11 @@ A family's play of a connection (its ``_Play``) is a :class:`Conversation` with 
 :meth:`Conversation._handle` (what a frame of the client's means), :meth:`~Conversation._label`
 (how a frame is logged), :meth:`~Conversation._refuse` (a malformed stream, in its words) and
 the reader of its frames (:meth:`~Conversation._pending`: what it holds of a frame to come).
+
+Silence is the peer's last resort for knowing that a client has done what it would: where the
+one who runs the client hears its application (a shim's events, :class:`Heard`), a wait ends
+as soon as what it waits for was reported and the socket stayed still a moment (``BRIEF``),
+not after the whole quiet time; what nobody reports still waits for silence.
 """
 
 from __future__ import annotations
@@ -12,13 +17,19 @@ from __future__ import annotations
 import contextlib
 import socket
 import time
-from typing import Any
+from collections.abc import Callable
+from typing import Any, Protocol
 
 from amqpfuzz.spec import AmqpfuzzError, RemoteProtocolError
 
 from .served import Exchange
 
-__all__ = ["Conversation", "Ended", "Listener", "ServingError"]
+__all__ = ["BRIEF", "Conversation", "Ended", "Heard", "Listener", "ServingError"]
+
+# Seconds the socket must stay still after the client's application reported what a wait waits
+# for: what the library sends along with it (an ack behind a delivery) is in flight by then.
+BRIEF = 0.01
+TICK = 0.005  # how often a wait that can end on a report looks at the reports
 
 
 class ServingError(AmqpfuzzError):
@@ -27,6 +38,16 @@ class ServingError(AmqpfuzzError):
 
 class Ended(Exception):
     """The connection ended (the client closed it, or the time is up)."""
+
+
+class Heard(Protocol):
+    """What the client's application reported of the connection being played."""
+
+    def said(self) -> int:
+        """How many things it reported so far."""
+
+    def waiting(self) -> bool:
+        """Whether it did all its application does and now waits for the peer."""
 
 
 class Listener:
@@ -68,8 +89,11 @@ class Listener:
 class Conversation:
     """One connection a serving peer plays until ``deadline``, and its :class:`Exchange`."""
 
-    def __init__(self, conn: socket.socket, deadline: float, reader: Any) -> None:
+    def __init__(
+        self, conn: socket.socket, deadline: float, reader: Any, heard: Heard | None = None
+    ) -> None:
         self.conn, self.deadline, self.reader = conn, deadline, reader
+        self.heard = heard
         self.ex = Exchange()
         self.backlog: list[Any] = []  # frames read past the one expected
         self.lingering = False  # after a strike that ends the connection: its words not kept
@@ -133,16 +157,27 @@ class Conversation:
             self.ex.received.append(self._label(frame))
         return read
 
-    def _wait(self, quiet: float, *, settle: bool = False) -> None:
+    def _wait(
+        self, quiet: float, *, settle: bool = False, until: Callable[[Heard], bool] | None = None
+    ) -> None:
         """Handles what the client sends until it is quiet for ``quiet`` seconds (``settle``:
-        the first time it is, even in the middle of a frame)."""
+        the first time it is, even in the middle of a frame), or, where the client is heard,
+        for ``BRIEF`` once ``until`` holds of what it reported."""
+        heard = self.heard if until is not None else None
+        still = time.monotonic()  # since when nothing came
         while time.monotonic() < self.deadline:
-            frames = self._read(quiet)
+            frames = self._read(quiet if heard is None else min(quiet, TICK))
             if frames is None:
                 raise Ended
-            if not frames:
-                if settle or self._pending() == 0:
-                    return
+            now = time.monotonic()
+            if frames:
+                for frame in frames:
+                    self._handle(frame)
+                still = time.monotonic()
                 continue
-            for frame in frames:
-                self._handle(frame)
+            if not settle and self._pending():
+                continue
+            if now - still >= quiet or heard is None:
+                return
+            if now - still >= BRIEF and until is not None and until(heard):
+                return

@@ -26,7 +26,7 @@ from amqpfuzz.spec.amqp091.codec import (
 from amqpfuzz.strategies.amqp091.serving import Delivery, Point, Script, Strike
 
 from ...served import Exchange
-from ...serving import Conversation, Ended, Listener, ServingError
+from ...serving import Conversation, Ended, Heard, Listener, ServingError
 from .model import Model, Sent
 
 __all__ = ["Exchange", "Peer", "ServingError"]
@@ -54,18 +54,36 @@ class Peer(Listener):
     def url(self) -> str:
         return f"amqp://guest:guest@127.0.0.1:{self.port}/"
 
-    def play(self, conn: socket.socket, script: Script, timeout: float) -> Exchange:
-        """Plays ``script`` on ``conn`` for at most ``timeout`` seconds, then closes it."""
+    @staticmethod
+    def waits(event: dict[str, object]) -> bool:
+        """A shim's event after which its application waits for the peer: the answer to its
+        basic.get, the last thing the 0-9-1 shim contract has it do."""
+        return event.get("event") == "get-empty" or (
+            event.get("event") == "message" and event.get("via") == "get"
+        )
+
+    def play(
+        self, conn: socket.socket, script: Script, timeout: float, heard: Heard | None = None
+    ) -> Exchange:
+        """Plays ``script`` on ``conn`` for at most ``timeout`` seconds, then closes it
+        (``heard``: what the client's application reports, where someone hears it)."""
         started = time.monotonic()
-        play = _Play(self, conn, script, started + timeout)
+        play = _Play(self, conn, script, started + timeout, heard)
         ex = self.played(play, started)
         ex.violations = play.model.violations
         return ex
 
 
 class _Play(Conversation):
-    def __init__(self, peer: Peer, conn: socket.socket, script: Script, deadline: float) -> None:
-        super().__init__(conn, deadline, peer.codec.reader())
+    def __init__(
+        self,
+        peer: Peer,
+        conn: socket.socket,
+        script: Script,
+        deadline: float,
+        heard: Heard | None = None,
+    ) -> None:
+        super().__init__(conn, deadline, peer.codec.reader(), heard)
         self.peer, self.script = peer, script
         self.codec = peer.codec
         self.spec = peer.spec
@@ -102,12 +120,13 @@ class _Play(Conversation):
         )
         built = self.script.built(strike)
         self.pending = False
+        said = self.heard.said() if self.heard is not None else 0
         self.ex.struck = built.note
         self.ex.spec_ref = built.spec_ref
         for step in built.steps:
             self._send(step.render(channel), f"{step.label} [{self.script.label}]")
         if settle:  # in the handshake, the next method expected reads what the client does
-            self._wait(SETTLE, settle=True)
+            self._wait(SETTLE, settle=True, until=lambda heard: heard.said() > said)
 
     def _sent(self, sent: Sent) -> None:
         if sent.reply:
@@ -240,7 +259,8 @@ class _Play(Conversation):
         self.reader.frame_max = self.model.frame_max or None
 
     def _app(self) -> None:
-        self._wait(QUIET)
+        self._wait(QUIET, until=lambda heard: heard.waiting())
+        said, delivered = self.heard.said() if self.heard is not None else 0, 0
         for delivery in self._deliveries():  # back to back: the client acknowledges them after
             consumer = self.model.consumer()
             if consumer is None:
@@ -251,9 +271,12 @@ class _Play(Conversation):
                 self._strike(tuple(sent.frames), number)
             else:
                 self._sent(sent)
+                delivered += 1
         if self.pending:
             self._strike(self._late(), self._channel())
-        self._wait(QUIET)
+        # (each delivery the client's application reported, and whatever the strike made it
+        # report: the strike waited for that)
+        self._wait(QUIET, until=lambda heard: heard.said() >= said + delivered)
         self.closing = True
         close = self.codec.method(
             "connection.close",

@@ -39,7 +39,7 @@ from amqpfuzz.spec.amqp10.codec import (
 from amqpfuzz.strategies.amqp10.serving import Delivery, NotApplicable, Point, Script, Strike
 
 from ...served import Exchange, Message
-from ...serving import Conversation, Ended, Listener, ServingError
+from ...serving import Conversation, Ended, Heard, Listener, ServingError
 
 __all__ = ["Peer", "ServingError"]
 
@@ -63,10 +63,19 @@ class Peer(Listener):
     def url(self) -> str:
         return f"amqp://guest:guest@127.0.0.1:{self.port}"
 
-    def play(self, conn: socket.socket, script: Script, timeout: float) -> Exchange:
-        """Plays ``script`` on ``conn`` for at most ``timeout`` seconds, then closes it."""
+    @staticmethod
+    def waits(event: dict[str, object]) -> bool:
+        """A shim's event after which its application waits for the peer: the disposition of
+        its message, the last thing the 1.0 shim contract has it do."""
+        return event.get("event") == "confirm"
+
+    def play(
+        self, conn: socket.socket, script: Script, timeout: float, heard: Heard | None = None
+    ) -> Exchange:
+        """Plays ``script`` on ``conn`` for at most ``timeout`` seconds, then closes it
+        (``heard``: what the client's application reports, where someone hears it)."""
         started = time.monotonic()
-        return self.played(_Play(self, conn, script, started + timeout), started)
+        return self.played(_Play(self, conn, script, started + timeout, heard), started)
 
 
 @dataclass
@@ -87,8 +96,15 @@ class _Link:
 
 
 class _Play(Conversation):
-    def __init__(self, peer: Peer, conn: socket.socket, script: Script, deadline: float) -> None:
-        super().__init__(conn, deadline, peer.codec.reader(512))
+    def __init__(
+        self,
+        peer: Peer,
+        conn: socket.socket,
+        script: Script,
+        deadline: float,
+        heard: Heard | None = None,
+    ) -> None:
+        super().__init__(conn, deadline, peer.codec.reader(512), heard)
         self.peer, self.script = peer, script
         self.codec = peer.codec
         self.pending = script.operator is not None
@@ -136,10 +152,11 @@ class _Play(Conversation):
             return False
         self.ex.struck = built.note
         self.ex.spec_ref = built.spec_ref
+        said = self.heard.said() if self.heard is not None else 0
         for step in built.steps:
             self._send(step.render(self.channel or 0), f"{step.label} [{self.script.label}]")
         if settle:
-            self._wait(SETTLE, settle=True)
+            self._wait(SETTLE, settle=True, until=lambda heard: heard.said() > said)
         return True
 
     def _due(self, point: Point) -> bool:
@@ -246,7 +263,8 @@ class _Play(Conversation):
         self.ex.spec_ref = f"not applicable: {why}"
 
     def _app(self) -> None:
-        self._wait(QUIET)
+        self._wait(QUIET, until=lambda heard: heard.waiting())
+        said, delivered = self.heard.said() if self.heard is not None else 0, 0
         deliveries: list[Delivery | None] = list(self.script.deliveries)
         if self._due(Point.DELIVER) and not deliveries:
             deliveries = [None]
@@ -264,12 +282,14 @@ class _Play(Conversation):
                 self.script.nth, len(deliveries) - 1
             )
             self._deliver(link, payload, marker, settled, strike=strikes)
+            delivered += not strikes
         for point in (Point.BEGIN, Point.ATTACH, Point.DELIVER):  # its point never came
             if self._due(point):
                 self._unstruck(f"the client gave no place to strike at {point}")
         if self._due(Point.AFTER):
             self._strike(Point.AFTER, (), ())
-        self._wait(QUIET)
+        # (each delivery the client's application reported; the strike waited for its own)
+        self._wait(QUIET, until=lambda heard: heard.said() >= said + delivered)
         self._close()
 
     def _close(self) -> None:
