@@ -141,7 +141,8 @@ def _positive(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
     type=float,
     default=5.0,
     show_default=True,
-    help="Seconds before a silent broker is hanging.",
+    help="Seconds before a silent broker is hanging (a case's time, with --client: a client "
+    "has 2 s of it at most to answer amqpfuzz's closing close).",
 )
 @target_options
 @click.option("--no-shrink", is_flag=True, help="Keep failures as found.")

@@ -147,7 +147,9 @@ def play_one(
         shim.restart(before=lambda: _drain(peer))
         return judged, ex
     ex = peer.play(conn, script, timeout, shim.hearing(peer.waits))
-    events, final = shim.events(time.monotonic() + min(2.0, timeout))
+    # (a client that never answered is hanging whatever it says now: what it said so far)
+    said = 0.1 if ex.ended == "timeout" else min(2.0, timeout)
+    events, final = shim.events(time.monotonic() + said)
     died = shim.died(wait=0.2) if not final else shim.died()
     if died is not None and final and died.status == 0:
         died = None  # it ended its case and then itself (a shim run --once): no crash

@@ -30,6 +30,9 @@ __all__ = ["BRIEF", "Conversation", "Ended", "Heard", "Listener", "ServingError"
 # for: what the library sends along with it (an ack behind a delivery) is in flight by then.
 BRIEF = 0.01
 TICK = 0.005  # how often a wait that can end on a report looks at the reports
+# Seconds a client has to answer the peer's own close (or close its socket), within the case's
+# time: a round trip it owes at once; one that has not answered by then is hanging.
+ANSWER = 2.0
 
 
 class ServingError(AmqpfuzzError):
@@ -156,6 +159,13 @@ class Conversation:
         for frame in read:
             self.ex.received.append(self._label(frame))
         return read
+
+    def _await_answer(self, *, settle: bool = False) -> None:
+        """After the peer's own close (or a strike that leaves nothing to go on with): the
+        client's answer, for ``ANSWER`` seconds at most (the case's time left, if less); none
+        is a hang (``ended`` stays ``timeout``)."""
+        self.deadline = min(self.deadline, time.monotonic() + ANSWER)
+        self._wait(self.deadline - time.monotonic(), settle=settle)
 
     def _wait(
         self, quiet: float, *, settle: bool = False, until: Callable[[Heard], bool] | None = None

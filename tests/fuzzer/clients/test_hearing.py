@@ -15,7 +15,7 @@ import pytest
 from amqpfuzz.fuzzer.clients.process import ShimProcess
 from amqpfuzz.fuzzer.protocols.amqp091.serving.peer import Peer as Peer091
 from amqpfuzz.fuzzer.protocols.amqp10.serving.peer import Peer as Peer10
-from amqpfuzz.fuzzer.protocols.serving import Conversation
+from amqpfuzz.fuzzer.protocols.serving import Conversation, Ended
 
 
 class Lines:
@@ -77,6 +77,23 @@ def test_a_client_nobody_hears_is_waited_for_by_silence() -> None:
     assert ended >= talk.deadline  # nothing else ends the wait: the quiet time, or the deadline
     talk, ended = _talk(told=False, quiet=0.05, lasting=30.0)
     assert talk.handled == [b"a", b"b", b"done"] and ended < talk.deadline
+
+
+def test_a_client_that_never_answers_the_peers_close_hangs_within_the_answer_time() -> None:
+    ours, theirs = socket.socketpair()
+    with ours, theirs:
+        talk = Talk(ours, time.monotonic() + 600.0, told=True)
+        theirs.sendall(b"a\n")  # and then nothing: no answer to the close
+        case_deadline = talk.deadline
+        talk._await_answer()
+        assert talk.handled == [b"a"] and talk.ex.ended == "timeout"
+        assert talk.deadline < case_deadline - 500  # not the case's ten minutes
+        theirs.sendall(b"close-ok\n")  # an answer comes: the wait ends on it
+        talk.deadline = time.monotonic() + 600.0
+        theirs.close()
+        with pytest.raises(Ended):
+            talk._await_answer()
+        assert talk.handled[-1] == b"close-ok" and talk.ex.ended == "socket"
 
 
 @pytest.mark.slow

@@ -284,7 +284,7 @@ class _Play(Conversation):
             reply_text=CASE_OVER,
         )
         self._frames([close])
-        self._wait(self.deadline - time.monotonic())
+        self._await_answer()
 
     def _deliveries(self) -> tuple[Delivery, ...]:
         if self.script.point is Point.DELIVER and self.pending and not self.script.deliveries:

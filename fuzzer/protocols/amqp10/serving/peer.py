@@ -253,7 +253,7 @@ class _Play(Conversation):
         nor is a close it sends before it closes the socket."""
         self.lingering = True
         self.ex.after_strike.clear()
-        self._wait(self.deadline - time.monotonic(), settle=True)
+        self._await_answer(settle=True)
         raise Ended
 
     def _unstruck(self, why: str) -> None:
@@ -298,7 +298,7 @@ class _Play(Conversation):
             "error", condition=Symbol(self.peer.case_over), description=CASE_OVER
         )
         self._frame(self.codec.composite("close", error=error))
-        self._wait(self.deadline - time.monotonic())
+        self._await_answer()
 
     # -- what the client sends ---------------------------------------------------------------------
 
