@@ -26,7 +26,7 @@ from amqpfuzz.spec.amqp091.codec import (
 from amqpfuzz.strategies.amqp091.serving import Delivery, Point, Script, Strike
 
 from ...served import Exchange
-from ...serving import Conversation, Ended, Heard, Listener, ServingError
+from ...serving import ANSWER, Conversation, Ended, Heard, Listener, ServingError
 from .model import Model, Sent
 
 __all__ = ["Exchange", "Peer", "ServingError"]
@@ -147,9 +147,11 @@ class _Play(Conversation):
     # -- receiving --------------------------------------------------------------------------------
 
     def _expect(self, name: str) -> MethodFrame:
-        """The client's next method, which should be ``name``."""
-        while time.monotonic() < self.deadline:
-            frames = self._read(self.deadline - time.monotonic())
+        """The client's next method, which should be ``name`` (its answer to the peer's
+        last: ``ANSWER`` seconds for it at most)."""
+        until = min(self.deadline, time.monotonic() + ANSWER)
+        while time.monotonic() < until:
+            frames = self._read(until - time.monotonic())
             if frames is None:
                 raise Ended
             for at, frame in enumerate(frames):

@@ -39,7 +39,7 @@ from amqpfuzz.spec.amqp10.codec import (
 from amqpfuzz.strategies.amqp10.serving import Delivery, NotApplicable, Point, Script, Strike
 
 from ...served import Exchange, Message
-from ...serving import Conversation, Ended, Heard, Listener, ServingError
+from ...serving import ANSWER, Conversation, Ended, Heard, Listener, ServingError
 
 __all__ = ["Peer", "ServingError"]
 
@@ -176,9 +176,11 @@ class _Play(Conversation):
         return _label(frame)
 
     def _expect(self, name: str) -> Header | Frame:
-        """The client's next header (``header``) or frame named ``name``."""
-        while time.monotonic() < self.deadline:
-            frames = self._read(self.deadline - time.monotonic())
+        """The client's next header (``header``) or frame named ``name`` (its answer to the peer's
+        last: ``ANSWER`` seconds for it at most)."""
+        until = min(self.deadline, time.monotonic() + ANSWER)
+        while time.monotonic() < until:
+            frames = self._read(until - time.monotonic())
             if frames is None:
                 raise Ended
             for at, frame in enumerate(frames):
