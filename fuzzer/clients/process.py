@@ -214,6 +214,11 @@ def _what_ended(stderr: list[str]) -> str:
     panic = next((line for line in lines if line.startswith("panic:")), None)
     if panic is not None:
         return panic
+    # (Ruby names the exception at the end of its message's first line; the message's other
+    # lines follow it, unindented: amq-protocol's table errors print the data they read)
+    ruby = [line for line in lines if _RUBY.search(line)]
+    if ruby:
+        return ruby[-1]
     # (Node ends its report of an uncaught error with a line naming its own version)
     unindented = [x for x in lines if not x[:1].isspace() and not x.startswith("Node.js v")]
     # (an error Node prints with its fields, as an object: its first line names it)

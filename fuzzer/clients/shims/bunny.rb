@@ -83,6 +83,9 @@ def connection(opts)
   Bunny.new(
     host: opts[:host], port: opts[:port], user: opts[:user], pass: opts[:password],
     vhost: opts[:vhost], heartbeat: 0, connection_timeout: 10, automatically_recover: false,
+    # (by default Bunny takes a server's connection.close for a network failure to recover
+    # from: nothing is raised, and the application never hears how the connection ended)
+    recover_from_connection_close: false,
     continuation_timeout: A_DAY_MS, logger: Logger.new($stderr, level: Logger::FATAL)
   )
 end

@@ -12,6 +12,8 @@ from amqpfuzz.fuzzer.clients.process import Died, _what_ended
     [
         (["Traceback (most recent call last):", '  File "x", line 1', "KeyError: 3"], "KeyError"),
         (["/a/b.rb:12:in `read': unknown reply code (RuntimeError)", "\tfrom /x.rb:3"], "RuntimeError"),
+        (["/a/table.rb:110:in `decode': Not a valid type: \"B\" (ArgumentError)", 'Data: "x"',
+          "Offset: 134", "Processed data: {}", "\tfrom /x.rb:3"], "ArgumentError"),
         (["panic: unexpected frame type", "", "goroutine 1 [running]:", "\t/x.go:12"], "panic: unexpected frame type"),
         (["/x/shim.js:10", "    throw e", "TypeError: x is undefined", "    at f (/x:1)"], "TypeError"),
         (["RangeError: offset out of range", "    at f (/x:1)", "", "Node.js v20.20.2"], "RangeError"),
