@@ -3,10 +3,10 @@
 A shim is long-lived: it connects, does what its application does, reports it as JSON lines
 (see ``shims/README`` for the contract) and reconnects for the next case. This module reads
 those lines on a thread of its own (:meth:`ShimProcess.events`), tells the serving peer what
-the current case reported so far as it comes (:meth:`ShimProcess.hearing`), keeps the tail of what the
-shim wrote on stderr (a crash's traceback or panic), measures its resident memory, and ends it
-with the process that started it: it runs in a process group of its own and, on Linux, dies
-with its parent (``PR_SET_PDEATHSIG``), so a killed campaign leaves no shim behind.
+the current case reported so far as it comes (:meth:`ShimProcess.hearing`), keeps the tail of
+what the shim wrote on stderr (a crash's traceback or panic), measures its resident memory, and
+ends it with the process that started it: it runs in a process group of its own and, on Linux,
+dies with its parent (``PR_SET_PDEATHSIG``), so a killed campaign leaves no shim behind.
 """
 
 from __future__ import annotations

@@ -160,6 +160,11 @@ class Conversation:
             self.ex.received.append(self._label(frame))
         return read
 
+    def _said(self) -> int:
+        """How many things the client's application reported so far (0 where nobody hears
+        it): a mark a wait's ``until`` counts from."""
+        return self.heard.said() if self.heard is not None else 0
+
     def _await_answer(self, *, settle: bool = False) -> None:
         """After the peer's own close (or a strike that leaves nothing to go on with): the
         client's answer, for ``ANSWER`` seconds at most (the case's time left, if less); none

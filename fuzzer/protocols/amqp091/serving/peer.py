@@ -120,7 +120,7 @@ class _Play(Conversation):
         )
         built = self.script.built(strike)
         self.pending = False
-        said = self.heard.said() if self.heard is not None else 0
+        said = self._said()
         self.ex.struck = built.note
         self.ex.spec_ref = built.spec_ref
         for step in built.steps:
@@ -262,7 +262,7 @@ class _Play(Conversation):
 
     def _app(self) -> None:
         self._wait(QUIET, until=lambda heard: heard.waiting())
-        said, delivered = self.heard.said() if self.heard is not None else 0, 0
+        said, delivered = self._said(), 0
         for delivery in self._deliveries():  # back to back: the client acknowledges them after
             consumer = self.model.consumer()
             if consumer is None:

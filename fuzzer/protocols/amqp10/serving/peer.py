@@ -152,7 +152,7 @@ class _Play(Conversation):
             return False
         self.ex.struck = built.note
         self.ex.spec_ref = built.spec_ref
-        said = self.heard.said() if self.heard is not None else 0
+        said = self._said()
         for step in built.steps:
             self._send(step.render(self.channel or 0), f"{step.label} [{self.script.label}]")
         if settle:
