@@ -73,6 +73,25 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
+PORT_TRIES = 3  # starts on fresh ports when one we chose was taken before the broker bound it
+_IN_USE = (b"eaddrinuse", b"address already in use")
+
+
+class _PortTaken(Exception):
+    """The broker could not bind a port: someone took it after we found it free."""
+
+
+def _port_taken(log: Path, since: int) -> bool:
+    """Whether what the broker logged after offset ``since`` says a port was in use."""
+    try:
+        with log.open("rb") as file:
+            file.seek(since)
+            written = file.read().lower()
+    except OSError:
+        return False
+    return any(words in written for words in _IN_USE)
+
+
 def log_tail(path: Path, lines: int = 20) -> str:
     """The last lines of a broker's log."""
     try:
@@ -114,6 +133,9 @@ class Broker:
             raise BrokerError(f"{self.kind}: amqpfuzz cannot give it a TLS listener")
         self.tls_port = free_port() if tls else None
         self.port = port or free_port()
+        # ports it was not given may be chosen again until it has served on them once (another
+        # process can take a free port between our probe and the broker's bind)
+        self._may_move = port is None
         self._own_directory = directory is None
         self.directory = directory or Path(tempfile.mkdtemp(prefix=f"amqpfuzz-{self.kind}-"))
         self.log_path = self.directory / "broker.log"
@@ -151,6 +173,26 @@ class Broker:
         return self._crashed.is_set()
 
     def start(self, timeout: float = 60) -> Broker:
+        for attempt in range(PORT_TRIES):
+            try:
+                self._start(timeout)
+            except _PortTaken as taken:
+                if not self._may_move or attempt == PORT_TRIES - 1:
+                    raise BrokerError(str(taken)) from None
+                self.cleanup()  # its helpers on the old ports (RabbitMQ's epmd)
+                self.choose_ports()
+                continue
+            self._may_move = False
+            break
+        return self
+
+    def choose_ports(self) -> None:
+        """New free ports for all it listens on (its AMQP port was taken while it started)."""
+        self.port = free_port()
+        if self.tls_port is not None:
+            self.tls_port = free_port()
+
+    def _start(self, timeout: float) -> None:
         if shutil.which(self.executable) is None:
             raise BrokerError(
                 f"{self.kind}: {self.executable} is not installed (make check installs it)"
@@ -161,6 +203,7 @@ class Broker:
         self.directory.mkdir(parents=True, exist_ok=True)
         self.configure()
         log = self.log_path.open("ab")
+        logged = log.tell()
         self.process = subprocess.Popen(
             self.command(),
             env=self.environment(),
@@ -176,10 +219,13 @@ class Broker:
         deadline = time.monotonic() + timeout
         while not _answers_amqp(self.port):
             if self.process.poll() is not None:
-                raise BrokerError(
+                ended = (
                     f"{self.kind} exited with status {self.process.returncode} while starting; "
                     f"last log lines: {self.log_tail(5)}"
                 )
+                if _port_taken(self.log_path, logged):
+                    raise _PortTaken(ended)
+                raise BrokerError(ended)
             if time.monotonic() > deadline:
                 self.stop()
                 raise BrokerError(
@@ -187,7 +233,6 @@ class Broker:
                 )
             time.sleep(0.2)
         self._instrument()
-        return self
 
     @property
     def probe(self) -> Probe | None:
@@ -377,6 +422,13 @@ class RabbitMQ(Broker):
         self.node = f"amqpfuzz{self.port}@localhost"
         self._probe: Probe | None = None
 
+    def choose_ports(self) -> None:
+        super().choose_ports()
+        self.dist_port = free_port()
+        self.epmd_port = free_port()
+        self.node = f"amqpfuzz{self.port}@localhost"
+        self._probe = None
+
     @property
     def probe(self) -> Probe | None:
         """Erlang's cover in the node, its cookie in the node's HOME (its directory)."""
@@ -468,6 +520,10 @@ class GarageMQ(Broker):
         coverage: str | None = None,
     ) -> None:
         super().__init__(port, directory, tls=tls, coverage=coverage)
+        self.admin_port = free_port()
+
+    def choose_ports(self) -> None:
+        super().choose_ports()
         self.admin_port = free_port()
 
     def configure(self) -> None:
