@@ -27,7 +27,7 @@ from typing import Any
 from amqpfuzz.spec import OutcomeKind
 
 from ..protocols.family import ServerScript
-from ..protocols.served import Exchange
+from ..protocols.served import Exchange, Message
 from .process import Died
 
 __all__ = ["Judged", "as_recorded", "judge", "observed_of"]
@@ -147,8 +147,8 @@ def judge(
         )
         return failed("hang", ex.ended, f"{what} ({ex.sent[-1] if ex.sent else 'nothing sent'})")
     bad = _integrity(ex, events)
-    if bad:
-        return failed("integrity", "delivered", bad)
+    if bad is not None:
+        return failed("integrity", bad[0], bad[1])
     if ex.violations:
         first = ex.violations[0]
         return failed("client-frames", first, "; ".join(ex.violations[:3]))
@@ -219,29 +219,53 @@ def _said(observed: dict[str, Any]) -> str:
     return f"answered {outcome} {observed.get('reply_code')}"
 
 
-def _integrity(ex: Exchange, events: Sequence[dict[str, Any]]) -> str:
+def _integrity(ex: Exchange, events: Sequence[dict[str, Any]]) -> tuple[str, str] | None:
+    """What the application was handed that the peer never validly sent: ``delivered`` (a
+    message), ``delivered/<what>`` (one of its properties, as the family names it), and how."""
     marked = {m.marker: m for m in ex.messages if m.marker is not None}
-    valid = {m.body.hex(): m for m in ex.messages if m.marker is None}
+    valid: dict[str, list[Message]] = {}
+    for m in ex.messages:
+        if m.marker is None:
+            valid.setdefault(m.body.hex(), []).append(m)
     for event in events:
         if event.get("event") != "message":
             continue
         if not isinstance(event.get("body"), str):  # 1.0: known by its message-id
             marker = (event.get("properties") or {}).get("message-id")
             if marker not in marked:
-                return f"the application got a message the peer never validly sent (message-id {str(marker)[:64]!r})"
+                return "delivered", (
+                    f"the application got a message the peer never validly sent (message-id {str(marker)[:64]!r})"
+                )
             exact = marked[marker].content
             if exact is not None and event.get("body") != exact:
-                return (
+                return "delivered", (
                     f"a body delivered as {str(event.get('body'))[:80]}, sent as {str(exact)[:80]}"
                 )
             continue
         body = str(event.get("body", ""))
         sent = valid.get(body)
-        if sent is None:
-            return f"the application got a message the server never validly sent ({event.get('via')}, body {body[:64]}…)"
-        theirs = event.get("properties") or {}
-        ours = sent.properties
-        for name in ("content-type", "content-encoding", "message-id", "type", "app-id"):
-            if name in theirs and name in ours and str(theirs[name]) != str(ours[name]):
-                return f"property {name} delivered as {theirs[name]!r}, sent as {ours[name]!r}"
-    return ""
+        if not sent:
+            return "delivered", (
+                f"the application got a message the server never validly sent ({event.get('via')}, body {body[:64]}…)"
+            )
+        found = _differs(sent, event)
+        if found is not None:
+            return f"delivered/{found[0]}", found[1]
+    return None
+
+
+def _differs(sent: Sequence[Message], event: dict[str, Any]) -> tuple[str, str] | None:
+    """How a delivered message's properties differ from those of the message it is: of the
+    messages sent with its body, the one with its delivery tag first, and none if any agrees."""
+    tag = event.get("delivery_tag")
+    first: tuple[str, str] | None = None
+    for message in sorted(sent, key=lambda m: m.delivery_tag != tag):
+        found = (
+            message.differs(message.properties, event.get("properties") or {})
+            if message.differs
+            else None
+        )
+        if found is None:
+            return None
+        first = first or found
+    return first

@@ -3,10 +3,15 @@ campaign's oracles judge (:mod:`amqpfuzz.fuzzer.clients.judge`)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Exchange", "Message"]
+# what differs between the properties a message was sent with and those a shim shows: what
+# (a name to tell failures apart by) and how, in a sentence; None if nothing does
+Differs = Callable[[Mapping[str, Any], Mapping[str, Any]], "tuple[str, str] | None"]
+
+__all__ = ["Differs", "Exchange", "Message"]
 
 
 @dataclass(frozen=True)
@@ -20,6 +25,7 @@ class Message:
     body: bytes
     properties: dict[str, Any]
     content: dict[str, Any] | None = None  # 1.0: the body as a shim shows it, where it is exact
+    differs: Differs | None = None  # the family's comparison of its properties with a shim's
 
     @property
     def marker(self) -> str | None:

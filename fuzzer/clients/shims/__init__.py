@@ -8,7 +8,11 @@ timeout); ``channel``; confirm.select; ``declared`` (queue ``amqpfuzz-shim``); `
 a mandatory publish of ``amqpfuzz-shim-<n>`` (text/plain, delivery-mode 1, headers
 ``{"shim": <name>}``) and its ``confirm``; a basic.get (``message`` via get, or
 ``get-empty``); then every ``message`` (via deliver, get or return; acked) and ``cancelled``
-until the connection ends. A case ends with one final event: ``closed`` (``by`` server,
+until the connection ends. A ``message`` carries its ``body`` (hex) and ``properties`` (those
+present, by the specification's names; header table values as JSON: bytes ``"hex:<hex>"``,
+decimals ``"<digits>E-<places>"``, timestamps integer seconds, a float JSON cannot carry as
+text, an integer the language cannot hold as decimal digits), compared octet for octet and
+value for value with what the peer sent. A case ends with one final event: ``closed`` (``by`` server,
 socket, or client after ``--linger`` seconds, default 10) or ``error`` (an error of the
 library's own: its class, its reply code or null, its message). Anything else the library
 raises is not caught: the shim dies with it (a crash). No timeouts but the connect timeout and

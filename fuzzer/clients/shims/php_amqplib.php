@@ -5,7 +5,8 @@
 // left uncaught (a crash). php-amqplib cannot read without a timeout: its read/write timeout
 // is set to a day. Header values: UTF-8 strings as they are, other strings (PHP does not tell
 // byte arrays from strings) "hex:...", decimals "<n>E-<e>", timestamps integer seconds,
-// floats JSON cannot carry as strings; a nested empty table reads as [].
+// floats JSON cannot carry as strings, unsigned 64-bit integers past PHP_INT_MAX as the decimal
+// strings php-amqplib gives; a nested empty table reads as [].
 
 declare(strict_types=1);
 
@@ -66,6 +67,9 @@ function jsonable($value)
 {
     if ($value instanceof AMQPAbstractCollection) {
         $value = $value->getNativeData();
+    }
+    if ($value instanceof DateTimeInterface) {
+        return $value->getTimestamp();
     }
     if ($value instanceof AMQPDecimal) {
         return $value->getN() . 'E-' . $value->getE();

@@ -31,6 +31,7 @@ from amqpfuzz.strategies.amqp091.serving import Script, answer_values
 from amqpfuzz.strategies.source import Source
 
 from ...served import Message
+from .delivered import differs
 
 __all__ = ["Model", "Sent"]
 
@@ -291,7 +292,7 @@ class Model:
     ) -> Message:
         names = {p.attr: p.name for p in self.spec.amqp_class("basic").properties}
         properties = {names.get(k, k): v for k, v in header.properties.items()}
-        return Message(via, number, tag, body, properties)
+        return Message(via, number, tag, body, properties, differs=differs)
 
     def _settled(self, frame: MethodFrame, channel: _Channel) -> None:
         args = frame.arguments
