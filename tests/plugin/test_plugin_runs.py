@@ -398,8 +398,9 @@ def test_client_items_serve_scripts_to_a_real_client_serial_and_with_two_workers
     selected += ["-k", "valid or frame-end or tune-frame-max-small"]
     for extra in ([], ["-n", "2"]):
         result = pytester.runpytest(*selected, *extra)
-        # valid scripts pass, a deviation pika's profile documents is an xfail, a crash fails
-        result.assert_outcomes(passed=1, xfailed=1, failed=1)
+        # deviations pika's profile documents are xfails (its valid scripts deliver float
+        # header entries, which pika truncates to integers), a crash fails
+        result.assert_outcomes(xfailed=2, failed=1)
     result = pytester.runpytest(*selected)
     result.stdout.fnmatch_lines(
         [
@@ -408,6 +409,7 @@ def test_client_items_serve_scripts_to_a_real_client_serial_and_with_two_workers
             "oracle:    crash: the shim died (1): ValueError: *",
             "signature: crash:pika:tune-frame-max-small:connection-close/502|530->ValueError",
             "replay:    amqpfuzz replay *client-*.json --client pika",
+            "XFAIL amqpfuzz::client::pika::valid - pika's table decoder passes a float*",
             "XFAIL amqpfuzz::client::pika::frame-end - pika drops the socket on a server frame*",
         ]
     )
