@@ -97,9 +97,9 @@ def _same(kind: str, ours: Any, theirs: Any) -> bool:
     if kind == "bool":
         return theirs in (True, False, 0, 1) and bool(theirs) is bool(ours)
     if kind in ("int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64", "int"):
-        return _integer(theirs) == ours
+        return bool(_integer(theirs) == ours)
     if kind == "timestamp":
-        return _integer(theirs) == _seconds(ours)
+        return bool(_integer(theirs) == _seconds(ours))
     if kind in ("float", "double"):
         number = _number(theirs)
         if number is None:
