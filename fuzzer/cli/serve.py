@@ -23,6 +23,7 @@ from ..clients.campaign import (
 )
 from ..clients.judge import Judged
 from ..clients.targets import ClientTarget, client_targets
+from ..engine.verdicts import Verdict
 from .console import BadInput, make_console
 
 __all__ = ["serve_clients"]
@@ -73,10 +74,13 @@ def serve_clients(
     )
     seen: set[str] = set()
 
-    def on_case(client: ClientTarget, judged: Judged) -> None:
+    def on_case(client: ClientTarget, judged: Judged, verdict: Verdict) -> None:
         if judged.failed and judged.signature not in seen:
             seen.add(judged.signature)
-            console.print(f"  [red]new failure[/] {judged.signature}")
+            if verdict.verdict == "xfail":
+                console.print(f"  [yellow]known deviation[/] {judged.signature}")
+            else:
+                console.print(f"  [red]new failure[/] {judged.signature}")
 
     outcomes = run_clients(clients, settings, on_case)
     for table in summary(outcomes):

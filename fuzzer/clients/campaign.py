@@ -185,7 +185,7 @@ def _accept(peer: ServingPeer, shim: ShimProcess) -> socket.socket | None:
 def run_clients(
     clients: Sequence[ClientTarget],
     settings: ClientSettings,
-    on_case: Callable[[ClientTarget, Judged], None] | None = None,
+    on_case: Callable[[ClientTarget, Judged, Verdict], None] | None = None,
     *,
     run_id: str | None = None,
     worker: str | None = None,
@@ -223,9 +223,9 @@ def run_clients(
                 f.result() for f in [pool.submit(x.serve, script, settings, build) for x in lanes]
             ]
             judged = {x.outcome.client.name: j for x, (j, _) in zip(lanes, served, strict=True)}
-            for lane, before in zip(lanes, shrinking, strict=True):
+            for lane, before, (one, verdict) in zip(lanes, shrinking, served, strict=True):
                 if on_case is not None:
-                    on_case(lane.outcome.client, judged[lane.outcome.client.name])
+                    on_case(lane.outcome.client, one, verdict)
                 if lane.outcome.shrinking > before:  # the others waited: their shims afresh
                     for other in lanes:
                         if other is not lane:

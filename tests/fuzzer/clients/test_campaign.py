@@ -290,3 +290,16 @@ def test_several_clients_get_the_same_scripts_and_their_differences_are_recorded
         for name in ("pika", "crashing")
     }
     assert blobs["pika"] == blobs["crashing"] == [r["blob"] for r in differential]
+
+
+def test_a_known_deviation_is_not_announced_as_a_new_failure(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [AMQPFUZZ, "run", "--client", "pika", "--operators", "frame-end", "--valid-share", "0",
+         "--duration", "4", "--seed", "1", "--no-shrink", "--out", str(tmp_path)],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert "Traceback" not in done.stderr, done.stderr
+    # pika drops the socket on a wrong frame end: its profile documents it
+    signature = "reaction:pika:frame-end:connection-close/501->socket-close"
+    assert f"known deviation {signature}" in done.stdout, done.stdout
+    assert f"new failure {signature}" not in done.stdout
