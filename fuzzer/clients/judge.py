@@ -241,6 +241,9 @@ def _integrity(ex: Exchange, events: Sequence[dict[str, Any]]) -> tuple[str, str
                 return "delivered", (
                     f"a body delivered as {str(event.get('body'))[:80]}, sent as {str(exact)[:80]}"
                 )
+            found = _differs([marked[marker]], event)
+            if found is not None:
+                return f"delivered/{found[0]}", found[1]
             continue
         body = str(event.get("body", ""))
         sent = valid.get(body)
@@ -260,11 +263,7 @@ def _differs(sent: Sequence[Message], event: dict[str, Any]) -> tuple[str, str] 
     tag = event.get("delivery_tag")
     first: tuple[str, str] | None = None
     for message in sorted(sent, key=lambda m: m.delivery_tag != tag):
-        found = (
-            message.differs(message.properties, event.get("properties") or {})
-            if message.differs
-            else None
-        )
+        found = message.differs(message.properties, event) if message.differs else None
         if found is None:
             return None
         first = first or found

@@ -7,8 +7,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-# what differs between the properties a message was sent with and those a shim shows: what
-# (a name to tell failures apart by) and how, in a sentence; None if nothing does
+# what differs between the properties a message was sent with and those a shim's ``message``
+# event shows: what (a name to tell failures apart by) and how, in a sentence; None if nothing
 Differs = Callable[[Mapping[str, Any], Mapping[str, Any]], "tuple[str, str] | None"]
 
 __all__ = ["Differs", "Exchange", "Message"]

@@ -35,7 +35,9 @@ by the specification's names, user-id hex, times integer milliseconds), ``applic
 exposes them; ``detached`` (a link the peer detached: ``link``, ``condition``,
 ``description``) and ``ended`` (a session the peer ended) where it reports them. Values as
 JSON: binary ``"hex:<hex>"``, uuids as strings, timestamps integer milliseconds, described
-values ``{"descriptor", "value"}``. ``--linger`` counts from ``connected``. A case ends with one
+values ``{"descriptor", "value"}`` (a library that hands over a 64-bit integer or a uuid as
+octets: those octets, ``"hex:…"``); the body, properties and application-properties are
+compared with what the peer sent. ``--linger`` counts from ``connected``. A case ends with one
 final event: ``closed`` (``by`` server with the close's ``condition`` and ``description`` --
 null without an error --, socket, or client after ``--linger``) or ``error`` (an error of the
 library's own: ``class``, ``condition`` -- an AMQP condition or null -- and ``message``; a

@@ -19,7 +19,7 @@ pytestmark = pytest.mark.slow
 
 
 def test_client_files_are_played_against_each_client_and_recorded(tmp_path: Path) -> None:
-    chosen = "aborted or remote-channel or max-frame-size#2"
+    chosen = "aborted or remote-channel or max-frame-size#2 or links#27"
     done = subprocess.run(
         [AMQPFUZZ, "scenarios", "--client", "proton", "--client", "rhea", "-k", chosen,
          "--out", str(tmp_path), "--timeout", "3"],
@@ -35,8 +35,9 @@ def test_client_files_are_played_against_each_client_and_recorded(tmp_path: Path
         "transport:performatives/transfer/aborted#1",
         "transport:performatives/begin/remote-channel#1",
         "transport:performatives/open/max-frame-size#2",
+        "transport:links#27",
     }
-    assert len(records) == 6  # each file, once per client
+    assert len(records) == 8  # each file, once per client
     for (client, ref), found in cells.items():
         assert found["target"]["protocol"] == "1.0" and found["target"]["version"]
         assert found["verdict"] in ("pass", "fail", "skip"), (client, ref)
@@ -48,6 +49,9 @@ def test_client_files_are_played_against_each_client_and_recorded(tmp_path: Path
     # python-qpid-proton closes the connection with framing-error on a frame over its maximum
     assert oversized["verdict"] == "pass"
     assert oversized["observed"]["condition"] == "amqp:connection:framing-error"
+    # proton discards an aborted delivery's data; that it rounds the file's message times (a
+    # known deviation of its profile) does not decide a file about something else
+    assert cells[("proton", "transport:links#27")]["verdict"] == "pass"
     failing = [r for r in records if r["verdict"] == "fail"]
     assert (done.returncode == 1) == bool(failing)
     for record in failing:

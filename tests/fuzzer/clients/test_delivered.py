@@ -12,13 +12,19 @@ from hypothesis import strategies as st
 
 from amqpfuzz.fuzzer.clients.judge import judge
 from amqpfuzz.fuzzer.clients.shims import shim_common
-from amqpfuzz.fuzzer.protocols.amqp091.serving.delivered import differs
+from amqpfuzz.fuzzer.protocols.amqp091.serving.delivered import differs as compare
 from amqpfuzz.fuzzer.protocols.served import Exchange, Message
 from amqpfuzz.spec.amqp091 import load
 from amqpfuzz.spec.amqp091.codec.tables import FieldValue, decode_table, encode_table
 from amqpfuzz.strategies.amqp091.serving import SCRIPT_BLOB, script_builder
 from amqpfuzz.strategies.amqp091.source import table_generator
 from amqpfuzz.strategies.source import Source
+
+
+def differs(sent: dict[str, Any], shown: dict[str, Any]) -> tuple[str, str] | None:
+    """What differs where a shim shows ``shown`` as a message's properties."""
+    return compare(sent, {"event": "message", "properties": shown})
+
 
 HEADERS = {
     "bool": True,
@@ -129,7 +135,7 @@ def test_every_drawn_table_read_by_a_faithful_library_differs_in_nothing(blob: b
 
 def test_the_judge_names_the_property_in_the_signature() -> None:
     script = script_builder(load("0-9-1"), (), {}, 1.0)(bytes(SCRIPT_BLOB))
-    sent = Message("deliver", 1, 1, b"hi", {"headers": HEADERS}, differs=differs)
+    sent = Message("deliver", 1, 1, b"hi", {"headers": HEADERS}, differs=compare)
     ex = Exchange(messages=[sent], ended="server-close")
     shown = {**FAITHFUL, "float": 1}
     events = [
@@ -149,8 +155,8 @@ def test_what_a_language_cannot_hold_as_sent_is_read_in_its_contracted_form() ->
 
 def test_messages_with_one_body_are_told_apart_by_their_properties() -> None:
     script = script_builder(load("0-9-1"), (), {}, 1.0)(bytes(SCRIPT_BLOB))
-    first = Message("deliver", 1, 1, b"", {"app-id": "one"}, differs=differs)
-    second = Message("deliver", 1, 2, b"", {"app-id": ""}, differs=differs)
+    first = Message("deliver", 1, 1, b"", {"app-id": "one"}, differs=compare)
+    second = Message("deliver", 1, 2, b"", {"app-id": ""}, differs=compare)
     ex = Exchange(messages=[first, second], ended="server-close")
 
     def signature(*shown: str) -> str:

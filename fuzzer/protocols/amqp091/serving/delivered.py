@@ -28,10 +28,11 @@ _DIALECT = "rabbit"  # the peer's: its tables are drawn and sent in RabbitMQ's t
 _KINDS = DIALECTS[_DIALECT]
 
 
-def differs(sent: Mapping[str, Any], shown: Mapping[str, Any]) -> tuple[str, str] | None:
-    """The first property ``shown`` (a shim's ``properties``) holds otherwise than ``sent``
-    (the content header's, by spec name): what it is (the property, or ``headers:<code>`` for
-    a table entry of that type code) and a sentence saying how; None if all agree."""
+def differs(sent: Mapping[str, Any], event: Mapping[str, Any]) -> tuple[str, str] | None:
+    """The first property ``event`` (a shim's ``message``) shows otherwise than ``sent`` (the
+    content header's, by spec name): what it is (the property, or ``headers:<code>`` for a
+    table entry of that type code) and a sentence saying how; None if all agree."""
+    shown = event.get("properties") or {}
     for name, ours in sent.items():
         if name not in shown:
             continue

@@ -40,6 +40,7 @@ from amqpfuzz.strategies.amqp10.serving import Delivery, NotApplicable, Point, S
 
 from ...served import Exchange, Message
 from ...serving import ANSWER, Conversation, Ended, Heard, Listener, ServingError
+from .delivered import differs, sent_of
 
 __all__ = ["Peer", "ServingError"]
 
@@ -575,8 +576,9 @@ class _Play(Conversation):
             self.channel or 0, transfer, payload, min(limit, 1 << 20)
         )
         message = Message(
-            "transfer", self.channel or 0, delivery, payload, {"message-id": marker},
-            _content(self.codec, payload),
+            "transfer", self.channel or 0, delivery, payload,
+            {**sent_of(self.codec, payload), "message-id": marker},
+            _content(self.codec, payload), differs,
         )  # fmt: skip
         if strike and marker is not None and self.script.expected.or_reply:
             self.ex.messages.append(message)  # the client may take it as valid
