@@ -3,6 +3,8 @@ campaign's oracles judge (:mod:`amqpfuzz.fuzzer.clients.judge`)."""
 
 from __future__ import annotations
 
+import math
+import struct
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -11,7 +13,7 @@ from typing import Any
 # event shows: what (a name to tell failures apart by) and how, in a sentence; None if nothing
 Differs = Callable[[Mapping[str, Any], Mapping[str, Any]], "tuple[str, str] | None"]
 
-__all__ = ["Differs", "Exchange", "Message"]
+__all__ = ["Differs", "Exchange", "Message", "shown_number", "single"]
 
 
 @dataclass(frozen=True)
@@ -60,3 +62,29 @@ class Exchange:
     def spoke(self) -> bool:
         """Whether the client sent anything after the strike."""
         return bool(self.after_strike)
+
+
+_FLOAT = struct.Struct(">f")
+
+
+def shown_number(value: Any) -> float | None:
+    """A number as a shim shows it: JSON's, or text (NaN and infinities, as each language
+    writes them); None for anything else."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int | float):
+        return float(value)
+    if isinstance(value, str):
+        try:
+            return float(value)
+        except ValueError:
+            return None
+    return None
+
+
+def single(value: float) -> float:
+    """``value`` at 32-bit precision (infinite beyond its range, as the wire has it)."""
+    try:
+        return float(_FLOAT.unpack(_FLOAT.pack(value))[0])
+    except OverflowError:
+        return math.copysign(math.inf, value)

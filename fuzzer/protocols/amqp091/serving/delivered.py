@@ -14,16 +14,16 @@ from __future__ import annotations
 
 import datetime
 import math
-import struct
 from collections.abc import Mapping
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from amqpfuzz.spec.amqp091.codec.tables import DIALECTS, FieldValue, decode_table, encode_table
 
+from ...served import shown_number, single
+
 __all__ = ["differs"]
 
-_FLOAT = struct.Struct(">f")
 _DIALECT = "rabbit"  # the peer's: its tables are drawn and sent in RabbitMQ's type codes
 _KINDS = DIALECTS[_DIALECT]
 
@@ -102,11 +102,11 @@ def _same(kind: str, ours: Any, theirs: Any) -> bool:
     if kind == "timestamp":
         return bool(_integer(theirs) == _seconds(ours))
     if kind in ("float", "double"):
-        number = _number(theirs)
+        number = shown_number(theirs)
         if number is None:
             return False
         if kind == "float":
-            return _single(number) == _single(float(ours))
+            return single(number) == single(float(ours))
         return number == float(ours) or (math.isnan(number) and math.isnan(float(ours)))
     if kind == "decimal":
         return _decimal(ours, theirs)
@@ -138,27 +138,6 @@ def _integer(value: Any) -> int | None:
     if isinstance(value, str) and value.lstrip("-").isdigit():
         return int(value)
     return None
-
-
-def _number(value: Any) -> float | None:
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int | float):
-        return float(value)
-    if isinstance(value, str):  # NaN and infinities, as each language writes them
-        try:
-            return float(value)
-        except ValueError:
-            return None
-    return None
-
-
-def _single(value: float) -> float:
-    """``value`` at 32-bit precision (infinite beyond its range, as the wire has it)."""
-    try:
-        return float(_FLOAT.unpack(_FLOAT.pack(value))[0])
-    except OverflowError:
-        return math.copysign(math.inf, value)
 
 
 def _seconds(value: Any) -> Any:

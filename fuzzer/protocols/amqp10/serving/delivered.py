@@ -14,7 +14,6 @@ compared; the body and the message-id are the judge's own (:mod:`amqpfuzz.fuzzer
 from __future__ import annotations
 
 import math
-import struct
 import uuid
 from collections.abc import Mapping
 from typing import Any
@@ -22,10 +21,11 @@ from typing import Any
 from amqpfuzz.spec import RemoteProtocolError
 from amqpfuzz.spec.amqp10.codec import Codec, Composite, Described, Float
 
+from ...served import shown_number, single
+
 __all__ = ["APPLICATION", "differs", "sent_of"]
 
 APPLICATION = "application-properties"  # the key a sent message's application-properties are under
-_FLOAT = struct.Struct(">f")
 
 
 def sent_of(codec: Codec, payload: bytes) -> dict[str, Any]:
@@ -81,11 +81,11 @@ def _same(ours: Any, theirs: Any) -> bool:
     if isinstance(ours, int):
         return ours in _integers(theirs)
     if isinstance(ours, float):
-        number = _number(theirs)
+        number = shown_number(theirs)
         if number is None:
             return False
         if isinstance(ours, Float):
-            return _single(number) == _single(ours)
+            return single(number) == single(ours)
         return number == ours or (math.isnan(number) and math.isnan(ours))
     if isinstance(ours, uuid.UUID):  # as text, or (rhea) as its sixteen octets
         return isinstance(theirs, str) and (
@@ -111,26 +111,6 @@ def _integers(value: Any) -> tuple[int, ...]:
     if octets is not None and len(octets) == 8:
         return (int.from_bytes(octets, "big", signed=True), int.from_bytes(octets, "big"))
     return ()
-
-
-def _number(value: Any) -> float | None:
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int | float):
-        return float(value)
-    if isinstance(value, str):
-        try:
-            return float(value)
-        except ValueError:
-            return None
-    return None
-
-
-def _single(value: float) -> float:
-    try:
-        return float(_FLOAT.unpack(_FLOAT.pack(value))[0])
-    except OverflowError:
-        return math.copysign(math.inf, value)
 
 
 def _octets(value: Any) -> bytes | None:
