@@ -63,7 +63,8 @@ class Traffic:
     key's values), message ``properties`` (an empty list leaves one out) and ``headers``;
     ``awaits``, the methods whose answer the broker wants before the channel's next command
     (a walk ends with one); ``apart``, pairs of methods the broker cannot take pipelined on
-    the same thing (a walk does not send the second for what it made with the first);
+    the same thing (a walk does not send the second for what it made with the first, but
+    for what it made with no-wait: no answer then races the second);
     ``requires``, the arguments an argument needs beside it; ``variants``, other kinds of
     what a method declares, drawn now and then."""
 
@@ -187,6 +188,7 @@ class Walk:
     keys: dict[str, list[str]] = field(default_factory=dict)  # exchange -> binding keys
     consumers: list[str] = field(default_factory=list)
     owners: dict[str, str] = field(default_factory=dict)  # consumer tag -> its queue
+    unanswered: set[str] = field(default_factory=set)  # consumers started with no-wait
     unsettled: dict[int, str] = field(default_factory=dict)  # delivery tag -> its queue
     next_tag: int | None = 1  # the next delivery's tag (None: not known)
     transacted: bool = False
@@ -548,7 +550,12 @@ class Walk:
     def consume(self, method: Method) -> None:
         name = self.queue(method)
         tag = self.name("c")
-        self.send(method, {"queue": name, "consumer-tag": tag, "exclusive": False})
+        chosen: dict[str, Any] = {"queue": name, "consumer-tag": tag, "exclusive": False}
+        if self._apart(method) and not self.prefix:  # (no answer to race: it may be cancelled)
+            chosen["no-wait"] = self.rare(3)
+        frame = self.send(method, chosen)
+        if "no-wait" in {f.name for f in method.fields} and frame["no-wait"]:
+            self.unanswered.add(tag)
         self.consumers.append(tag)
         self.owners[tag] = name
         pseudo = self._pseudo(name)
@@ -559,11 +566,14 @@ class Walk:
         self.queues[name].count = None  # its consumer takes messages as they come
         self.next_tag = None  # deliveries come when they come
 
+    def _apart(self, method: Method) -> bool:
+        """Whether the broker cannot take ``basic.cancel`` pipelined behind the
+        ``basic.consume`` of its tag (``method`` is either)."""
+        pair = ("basic.consume", "basic.cancel")
+        return method.full_name in pair and pair in self.traffic.apart
+
     def cancel(self, method: Method) -> None:
         served = [t for t in self.consumers if self._pseudo(self.owners.get(t, ""))]
-        if ("basic.consume", method.full_name) in self.traffic.apart and not served:
-            self.send(method, {"consumer-tag": self.name("c")})  # not one it started
-            return
         if served:  # a pseudo queue's consumer (no queue process: no race to lose)
             tag = self.pick(served)
             self.send(method, {"consumer-tag": tag})
@@ -571,7 +581,15 @@ class Walk:
             owner = self.owners.pop(tag)
             self.replies = [p for p in self.replies if p.queue != owner]
             return
-        tag = self.pick(self.consumers)
+        mine = self.consumers
+        if self._apart(method):
+            # only one started with no-wait, which the broker answers with nothing that could
+            # arrive after the cancel; if there is none, a tag it never started
+            mine = [t for t in self.consumers if t in self.unanswered]
+            if not mine:
+                self.send(method, {"consumer-tag": self.name("c")})
+                return
+        tag = self.pick(mine)
         if tag is None:
             self.consume(self.ctx.spec.method("basic.consume"))
             tag = self.consumers[-1]
@@ -682,6 +700,11 @@ class Walk:
         served = [p for p in self.traffic.pseudo if method.full_name in p.takes]
         if served and not self.prefix and self.rare(12):  # a queue the broker serves itself
             self.send(method, {"queue": self.pick(served).queue})
+        elif method.class_name == "queue" and self.queues and self.rare(6):
+            # one it declared, passively: the broker says what it holds
+            name = self.pick(list(self.queues))
+            self.send(method, {"queue": name, "passive": True, "no-wait": False, "arguments": {}})
+            self.last_queue = name
         elif method.class_name == "queue":
             self.declare_queue(method)
         elif method.class_name == "exchange" and self.prefix:  # one every server has

@@ -176,3 +176,39 @@ def test_cancelling_one_of_two_consumers_of_a_pseudo_queue() -> None:
     walk.cancel(ctx.spec.method("basic.cancel"))
     assert len(walk.consumers) == 1 and set(walk.owners) == set(walk.consumers)
     assert walk.frames[-1].name == "basic.cancel"
+
+
+def _frames(case: Any) -> list[MethodFrame]:
+    reader = codec_for("0-9-1-rabbit").reader(frame_max=131072)
+    reader.feed(codec_for("0-9-1-rabbit").encode(Heartbeat()))
+    return [f for f in reader.feed(case.render(CHANNEL)) if isinstance(f, MethodFrame)]
+
+
+def test_a_consumer_it_started_is_cancelled_only_if_started_with_no_wait() -> None:
+    """RabbitMQ cannot take a cancel pipelined behind its consume (the profile's ``apart``):
+    the walk cancels a consumer of its own only when it started it with no-wait, which the
+    broker answers with nothing that could arrive after the cancel; and it does so."""
+    mine = 0
+    for case in walks(600, rabbit()):
+        started: dict[str, bool] = {}
+        for frame in _frames(case):
+            if frame.name == "basic.consume":
+                started[frame["consumer-tag"]] = frame["no-wait"]
+            elif frame.name == "basic.cancel" and frame["consumer-tag"] in started:
+                assert started[frame["consumer-tag"]], case.spec_ref
+                mine += 1
+    assert mine >= 10
+
+
+def test_a_passive_declare_names_a_queue_the_walk_declared() -> None:
+    passive = 0
+    for case in walks(600, rabbit()):
+        declared: set[str] = set()
+        for frame in _frames(case):
+            if frame.name != "queue.declare":
+                continue
+            if frame["passive"] and frame["queue"] != "amq.rabbitmq.reply-to":
+                assert frame["queue"] in declared, case.spec_ref
+                passive += 1
+            declared.add(frame["queue"])
+    assert passive >= 10
