@@ -84,9 +84,11 @@ def test_a_program_reproducer_replays_with_the_command(
     assert done.returncode == 1, done.stdout + done.stderr
     failed = [r for r in records_in(tmp_path) if r["verdict"] == "fail"]
     assert failed and {r["kind"] for r in failed} == {"stateful"}
-    signature = failed[0]["failure"]["signature"]  # type: ignore[index]
-    assert signature == "stateful:timely answer:tx", signature
-    reproducer = str(failed[0]["reproducer"])
+    # (on a loaded machine another step may miss the one-second timeout too: not this test's)
+    signatures = [r["failure"]["signature"] for r in failed]  # type: ignore[index]
+    signature = "stateful:timely answer:tx"
+    assert signature in signatures, signatures
+    reproducer = str(failed[signatures.index(signature)]["reproducer"])
     data = load_reproducer(reproducer)
     # shrunk to the step that hangs (and, if the budget ran out first, little before it)
     assert data["kind"] == "program" and data["steps"][-1] == {"step": "tx", "action": "select"}

@@ -63,16 +63,20 @@ def test_valid_cases_pass_each_on_a_session_of_its_own(
     below): a hang, pinned on its case as a timeout, the others answered (and a lane whose
     connection it left unusable opens another, whose channels count from 0 again)."""
     cases = drawn(valid_case_builder(methods=["flow", "end"], prefix=PREFIX), 60)
-    opened = []
-    real_open = runner._open
+    opened = []  # every connection a case may run on: a lane's, and one of a case's own
+    real_open, real_spare = runner._open, runner._take_spare
     monkeypatch.setattr(runner, "_open", lambda: opened.append(1) or real_open())
+    # (the cases behind one that hung run again, each on a connection of its own)
+    monkeypatch.setattr(
+        runner, "_take_spare", lambda case=None: opened.append(1) or real_spare(case)
+    )
     results = runner.run(cases)
     hung = [r for r in results if r.failure is not None]
     if peer.kind == "qpid-proton":
         assert hung == []
     assert all(r.outcome.kind == "timeout" for r in hung) and len(hung) <= 6, hung
     assert outcomes(results) - {"timeout"} == {"reply"}
-    # a channel number once on each lane's connection at most: a new session each time
+    # a channel number once on each connection at most: a new session each time
     uses = Counter(r.channel for r in results)
     assert max(uses.values()) <= len(runner.lanes) + len(opened), (uses, len(opened))
     lanes = [lane for lane in runner.lanes if lane.connection is not None]
