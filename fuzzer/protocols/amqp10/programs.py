@@ -54,6 +54,7 @@ __all__ = ["PROGRAMS", "Program", "machine_for", "replay_program"]
 NODES = 3
 OUTCOMES = ("accepted", "rejected", "released", "modified")
 QUIET = 1.0  # seconds without a message that end a drain
+RECOVERING = 3.0  # more, for what must come back after a restart
 RECONNECT_ODDS = 4  # a reconnect rule drawn acts once in this many
 RESTART_ODDS = 8  # a restart rule drawn acts once in this many (a restart takes seconds)
 SURVIVE = "durable messages survive a restart"
@@ -439,6 +440,9 @@ class Program:
     def _drain(self) -> None:
         for node in sorted(self.nodes):
             self._receive(node, 50, 0, "accepted", quiet=QUIET)
+            if self.restarted and any(s.sure for s in self.nodes[node]):
+                # (a broker just restarted may still be recovering its queues under load)
+                self._receive(node, 50, 0, "accepted", quiet=min(self.timeout, RECOVERING))
             missing = [s for s in self.nodes[node] if s.sure]
             lost = [s.seq for s in missing]
             if lost:
