@@ -49,6 +49,7 @@ class Progress:
         self.failures = 0
         self.xfails = 0
         self.programs = 0
+        self.flaky = 0
         self.coverage: dict[str, dict[str, tuple[int, int]]] = {}  # target -> set -> lines
         self.started = time.monotonic()
         self._last = 0.0
@@ -67,9 +68,11 @@ class Progress:
             self._live.__exit__(None, None, None)
         self.console.print(self._line())
 
-    def update(self, cases: int, failures: int, xfails: int, programs: int = 0) -> None:
+    def update(
+        self, cases: int, failures: int, xfails: int, programs: int = 0, flaky: int = 0
+    ) -> None:
         self.cases, self.failures, self.xfails = cases, failures, xfails
-        self.programs = programs
+        self.programs, self.flaky = programs, flaky
         now = time.monotonic()
         if self._live is not None:
             self._live.update(self._line())
@@ -90,6 +93,7 @@ class Progress:
     def _line(self) -> Text:
         elapsed = max(time.monotonic() - self.started, 1e-9)
         programs = f"{self.programs} programs  " if self.programs else ""
+        flaky = f"{self.flaky} flaky  " if self.flaky else ""
         covered = "".join(
             f"  {name} {c:,}/{r:,} lines"
             for sets in self.coverage.values()
@@ -97,7 +101,8 @@ class Progress:
         )
         return Text(
             f"{self.cases} cases  {self.cases / elapsed:.0f}/s  {programs}"
-            f"{self.failures} failures  {self.xfails} known deviations  {elapsed:.0f} s{covered}"
+            f"{self.failures} failures  {flaky}{self.xfails} known deviations  "
+            f"{elapsed:.0f} s{covered}"
         )
 
 

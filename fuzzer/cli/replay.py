@@ -31,16 +31,24 @@ __all__ = ["replay_command"]
 
 @click.command("replay")
 @click.argument("path", type=click.Path(dir_okay=False))
-@click.option("--url", help="Replay against this broker (default: the one in the file, if local).")
+@click.option(
+    "--url",
+    help="Replay against this broker (default: a throwaway broker of the kind the file was "
+    "found on, else the broker at the URL it names, if local).",
+)
 @click.option(
     "--broker",
     "kind",
     type=click.Choice(sorted(BROKERS)),
-    help="Replay on a throwaway broker of this kind, started and removed here (a program that "
-    "restarts the broker needs one).",
+    help="Replay on a throwaway broker of this kind, started and removed here (the default for "
+    "a reproducer found on a throwaway broker; a program that restarts the broker needs one).",
 )
 @click.option("--allow-remote", is_flag=True)
-@click.option("--timeout", type=float, default=5.0, show_default=True)
+@click.option(
+    "--timeout",
+    type=float,
+    help="Seconds before a silent peer is hanging [default: the run's, as the file says; else 5].",
+)
 @click.option(
     "--client",
     metavar="NAME",
@@ -52,12 +60,17 @@ def replay_command(
     url: str | None,
     kind: str | None,
     allow_remote: bool,
-    timeout: float,
+    timeout: float | None,
     client: str | None,
     client_command: str | None,
 ) -> None:
     """Replay a reproducer: exit 1 if the failure still happens, 0 if it does not."""
     data = load_reproducer(path)
+    if timeout is None:
+        timeout = float(data.get("timeout") or 5.0)
+    if data.get("verdict") == "flaky":
+        rate = (data.get("confirmation") or {}).get("rate", "?")
+        click.echo(f"note: a flaky failure: the run's replays reproduced it {rate}")
     if data["kind"] == "client":
         if url is not None or kind is not None:
             raise BadInput(f"{path}: a client reproducer is served to a client, not a broker")
@@ -66,6 +79,11 @@ def replay_command(
         raise BadInput(f"{path}: not a client reproducer; --client replays those")
     if url is not None and kind is not None:
         raise BadInput("give --url or --broker, not both")
+    origin = data["broker"] if isinstance(data.get("broker"), dict) else {}
+    if url is None and kind is None and origin.get("kind") in BROKERS:
+        kind = str(origin["kind"])  # found on a throwaway broker: replayed on a new one
+        found = f"{origin.get('product', '')} {origin.get('version', '')}".strip()
+        click.echo(f"replaying on a throwaway {kind} (found on {found or kind}; --url for another)")
     with contextlib.ExitStack() as stack:
         restart = None
         if kind is not None:

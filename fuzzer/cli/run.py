@@ -147,6 +147,19 @@ def _positive(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
 @target_options
 @click.option("--no-shrink", is_flag=True, help="Keep failures as found.")
 @click.option(
+    "--confirm",
+    type=click.IntRange(0, 100),
+    default=3,
+    show_default=True,
+    help="Replays of each new failure from its reproducer before it is reported: one that "
+    "does not happen again every time is flaky (0: report failures as found).",
+)
+@click.option(
+    "--flaky-fails",
+    is_flag=True,
+    help="Exit 1 for flaky failures too (they are shown apart, and do not fail a run, by default).",
+)
+@click.option(
     "--coverage/--no-coverage",
     default=True,
     show_default=True,
@@ -238,6 +251,8 @@ def _run(
     ca_file: str | None,
     insecure: bool,
     no_shrink: bool,
+    confirm: int,
+    flaky_fails: bool,
     coverage: bool,
     coverage_node: str | None,
     erlang_cookie_file: str | None,
@@ -300,6 +315,7 @@ def _run(
         shrink=not no_shrink,
         feedback=feedback,
         corpus=corpus,
+        confirm=confirm,
     )
     if master is not None:
         from .spark import run_spark  # (pyspark loads only for a run on Spark)
@@ -311,7 +327,7 @@ def _run(
         return run_spark(
             master, run_id, fuzz, urls=urls, brokers=kinds or (() if urls else ("rabbitmq",)),
             shards=shards, out=out, profile=profile, allow_remote=allow_remote, console=console,
-            coverage=coverage,
+            coverage=coverage, flaky_fails=flaky_fails,
         )  # fmt: skip
     programs = ProgramSettings(
         duration=duration / share,
@@ -320,6 +336,7 @@ def _run(
         protocol=protocol,
         timeout=timeout,
         shrink_budget=min(20.0, duration / share),
+        confirm=confirm,
     )
     with contextlib.ExitStack() as stack:
         own: Broker | None = None
@@ -366,7 +383,10 @@ def _run(
             finished, errors, interrupted = supervise(jobs, own, watch)
     if watch.reached:
         write_coverage(out, run_id, joined(watch.reached))
-    return summarize(finished, errors, interrupted, console, seed, coverage=watch.reached)
+    return summarize(
+        finished, errors, interrupted, console, seed, coverage=watch.reached,
+        flaky_fails=flaky_fails,
+    )  # fmt: skip
 
 
 def _coverage(
@@ -421,14 +441,15 @@ class _Watch:
 
     def __init__(self, progress: Progress) -> None:
         self.progress = progress
-        self.counts: dict[int, tuple[int, int, int, int]] = {}
+        self.counts: dict[int, tuple[int, int, int, int, int]] = {}
         self.reached: list[CoverageReached] = []
 
     def __call__(self, index: int, event: Any) -> None:
         progress = self.progress
         if isinstance(event, Counts):
-            self.counts[index] = (event.cases, event.failures, event.xfails, event.programs)
-            totals = [sum(c[k] for c in self.counts.values()) for k in range(4)]
+            counted = (event.cases, event.failures, event.xfails, event.programs, event.flaky)
+            self.counts[index] = counted
+            totals = [sum(c[k] for c in self.counts.values()) for k in range(5)]
             progress.update(*totals)
         elif isinstance(event, CoverageSampled):
             progress.covered(event.target.label, event.sets())
@@ -443,7 +464,8 @@ class _Watch:
                 f"{event.directory} ({event.seeds} seeds)"
             )
         elif isinstance(event, FailureFound):
-            progress.note(f"failure: {event.signature}")
+            said = "flaky" if event.flaky else "failure"
+            progress.note(f"{said}: {event.signature}")
         elif isinstance(event, BrokerDown):
             progress.note(f"the broker went down; its log ends:\n{event.log}")
         elif event == "restarted":
@@ -452,4 +474,5 @@ class _Watch:
             progress.note("interrupted: stopping the workers, keeping every record")
         elif isinstance(event, RunFinished) and event.kind == "fuzz":
             # a fuzz campaign's last count stands while the same worker's programs run
-            self.counts[index] = (*self.counts.get(index, (0, 0, 0, 0))[:3], 0)
+            last = self.counts.get(index, (0, 0, 0, 0, 0))
+            self.counts[index] = (*last[:3], 0, last[4])

@@ -24,6 +24,7 @@ from ..clients.campaign import (
 from ..clients.judge import Judged
 from ..clients.targets import ClientTarget, client_targets
 from ..engine.verdicts import Verdict
+from ..records import replay_command
 from .console import BadInput, make_console
 
 __all__ = ["serve_clients"]
@@ -58,6 +59,7 @@ def serve_clients(
         out=Path(options["out"]),
         profile=options.get("profile"),
         shrink=not options["no_shrink"],
+        confirm=options.get("confirm", 3),
     )
     for client in clients:  # a profile that cannot be read: one line before anything starts
         client_profile(client.name, settings.profile)
@@ -79,27 +81,39 @@ def serve_clients(
             seen.add(judged.signature)
             if verdict.verdict == "xfail":
                 console.print(f"  [yellow]known deviation[/] {judged.signature}")
+            elif verdict.verdict == "flaky":
+                console.print(f"  [magenta]flaky[/] {judged.signature}")
             else:
                 console.print(f"  [red]new failure[/] {judged.signature}")
 
     outcomes = run_clients(clients, settings, on_case)
     for table in summary(outcomes):
         console.print(table)
-    return 1 if any(o.failures for o in outcomes) or outcomes.divergences else 0
+    flaky = options.get("flaky_fails") and any(o.flaky for o in outcomes)
+    return 1 if any(o.failures for o in outcomes) or outcomes.divergences or flaky else 0
 
 
 def summary(outcomes: Differential) -> list[Table]:
-    """A row per client, every failure signature with its replay command, then where the
-    clients' reactions differed."""
+    """A row per client, every failure signature with its replay command, the flaky ones apart
+    (with the rate their replays failed at), then where the clients' reactions differed."""
     rows = Table(title="amqpfuzz clients", title_justify="left")
-    columns = ("client", "version", "cases", "cases/s", "failures", "signatures", "known deviations", "restarts")  # fmt: skip
+    columns = ("client", "version", "cases", "cases/s", "failures", "signatures", "flaky", "known deviations", "restarts")  # fmt: skip
     for column in columns:
         rows.add_column(column, justify="left" if column in ("client", "version") else "right")
     failures = Table(title="failures", title_justify="left")
-    failures.add_column("signature", overflow="fold")
-    failures.add_column("seen", justify="right")
-    failures.add_column("what", overflow="fold")
-    failures.add_column("replay", overflow="fold")
+    flaky = Table(
+        title="flaky: failures that did not happen again every time they were replayed "
+        "(not counted as failures)",
+        title_justify="left",
+    )
+    for table in (failures, flaky):
+        table.add_column("signature", overflow="fold")
+        table.add_column("seen", justify="right")
+        if table is flaky:
+            table.add_column("reproduced")
+            table.add_column("the replays saw", overflow="fold")
+        table.add_column("what", overflow="fold")
+        table.add_column("replay", overflow="fold")
     for o in outcomes:
         rate = o.cases / o.elapsed if o.elapsed else 0.0
         rows.add_row(
@@ -109,13 +123,26 @@ def summary(outcomes: Differential) -> list[Table]:
             f"{rate:.1f}",
             str(sum(o.failures.values())),
             str(len(o.failures)),
+            str(sum(o.flaky.values())),
             str(sum(o.known.values())),
             str(o.restarts),
         )
         for signature, count in o.failures.items():
-            replay = f"amqpfuzz replay {o.reproducers[signature]} --client {o.client.name}"
+            replay = replay_command(o.reproducers[signature], "--client", o.client.name)
             failures.add_row(signature, str(count), o.messages[signature][:200], replay)
-    tables = [rows, failures] if any(o.failures for o in outcomes) else [rows]
+        for signature, count in o.flaky.items():
+            confirmation = o.confirmations.get(signature, {})
+            saw = "; ".join(dict.fromkeys(str(s) for s in confirmation.get("replays", ())))
+            replay = replay_command(o.reproducers[signature], "--client", o.client.name)
+            flaky.add_row(
+                signature, str(count), str(confirmation.get("rate", "?")), saw,
+                o.messages[signature][:200], replay,
+            )  # fmt: skip
+    tables = [rows]
+    if any(o.failures for o in outcomes):
+        tables.append(failures)
+    if any(o.flaky for o in outcomes):
+        tables.append(flaky)
     if outcomes.divergences:
         differ = Table(title="where the clients differ", title_justify="left")
         differ.add_column("operator")

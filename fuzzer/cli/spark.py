@@ -53,9 +53,11 @@ def run_spark(
     allow_remote: bool,
     console: Console,
     coverage: bool = True,
+    flaky_fails: bool = False,
 ) -> int:
-    """Run the shards on ``master``; the exit status (1: failures found). ``coverage``: each
-    throwaway broker's own code measured where it can be."""
+    """Run the shards on ``master``; the exit status (1: failures found; flaky ones too with
+    ``flaky_fails``). ``coverage``: each throwaway broker's own code measured where it can
+    be."""
     work = plan(
         run_id, settings, urls=urls, brokers=brokers, shards=shards, profile=profile,
         allow_remote=allow_remote, coverage=coverage,
@@ -64,7 +66,7 @@ def run_spark(
     local = result.output.rsplit("/spark-", 1)[0]
     if "://" not in local or local.startswith("file:"):
         write_totals(local.removeprefix("file:"), run_id, settings.protocol)
-    return _summary(result, console, settings.seed)
+    return _summary(result, console, settings.seed, flaky_fails)
 
 
 def run_spark_clients(
@@ -144,7 +146,7 @@ def _job(
         spark.stop()
 
 
-def _summary(result: SparkRun, console: Console, seed: int) -> int:
+def _summary(result: SparkRun, console: Console, seed: int, flaky_fails: bool) -> int:
     """The plain run's summary, from the shards' summaries; a shard's error, one line each."""
     base = result.output.rsplit("/spark-", 1)[0]
     finished = [
@@ -155,7 +157,8 @@ def _summary(result: SparkRun, console: Console, seed: int) -> int:
         console.print(f"amqpfuzz: error: {error}", highlight=False, markup=False)
     if result.errors and not finished:
         raise BadInput(result.errors[0])
-    status = summarize(finished, [], False, console, seed, f"records in {result.output}")
+    where = f"records in {result.output}"
+    status = summarize(finished, [], False, console, seed, where, flaky_fails=flaky_fails)
     return max(status, 1 if result.errors else 0)
 
 
@@ -171,4 +174,7 @@ def _target(found: dict[str, Any], base: str) -> TargetSummary:
         reproducers=reproducers,
         broker_down=found["broker_down"],
         first_seen=found["first_seen"],
+        flaky=found.get("flaky", 0),
+        flaky_signatures=found.get("flaky_signatures", {}),
+        confirmations=found.get("confirmations", {}),
     )

@@ -4,34 +4,31 @@ they were found, each with its replay command; and the run's exit status."""
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from typing import Any
 
 from rich.console import Console
 from rich.table import Table
 
 from ..engine.events import CoverageReached, RunFinished
+from ..records import replay_command
 from .console import BadInput
 
 __all__ = ["coverage_table", "joined", "summarize", "summary_table"]
 
 
 def summary_table(
-    rows: list[dict[str, Any]], signatures: dict[str, tuple[int, str, float]]
+    rows: list[dict[str, Any]],
+    signatures: dict[str, tuple[int, str, float]],
+    flaky: dict[str, tuple[int, str, float, Mapping[str, Any]]] | None = None,
 ) -> list[Table]:
     """The end-of-run tables: per target (with the broker's restarts), then the failure
     signatures in the order they were found (seconds into the run), each with a replay
-    command."""
+    command, then the flaky ones apart: each with the rate its replays reproduced it at and
+    what they saw instead."""
     targets = Table(title="amqpfuzz run", title_justify="left")
-    for column in (
-        "target",
-        "cases",
-        "cases/s",
-        "programs",
-        "failures",
-        "known deviations",
-        "divergences",
-        "restarts",
-    ):
+    columns = ("target", "cases", "cases/s", "programs", "failures", "flaky")
+    for column in (*columns, "known deviations", "divergences", "restarts"):
         targets.add_column(column, justify="left" if column == "target" else "right")
     for row in rows:
         targets.add_row(
@@ -40,6 +37,7 @@ def summary_table(
             f"{row['rate']:.0f}",
             str(row["programs"]),
             str(row["failures"]),
+            str(row["flaky"]),
             str(row["xfails"]),
             str(row["divergences"]),
             str(row["restarts"]),
@@ -54,10 +52,32 @@ def summary_table(
         for signature, (count, reproducer, found) in sorted(
             signatures.items(), key=lambda item: (item[1][2], item[0])
         ):
-            failures.add_row(
-                f"{found:.0f} s", signature, str(count), f"amqpfuzz replay {reproducer}"
-            )
+            replay = replay_command(reproducer) if reproducer else ""
+            failures.add_row(f"{found:.0f} s", signature, str(count), replay)
         tables.append(failures)
+    if flaky:
+        apart = Table(
+            title="flaky: failures that did not happen again every time they were replayed "
+            "(not counted as failures)",
+            title_justify="left",
+        )
+        for column in ("found", "signature", "seen", "reproduced", "the replays saw", "replay"):
+            apart.add_column(
+                column, overflow="fold", justify="right" if column == "seen" else "left"
+            )
+        for signature, (count, reproducer, found, confirmation) in sorted(
+            flaky.items(), key=lambda item: (item[1][2], item[0])
+        ):
+            saw = "; ".join(dict.fromkeys(str(s) for s in confirmation.get("replays", ())))
+            apart.add_row(
+                f"{found:.0f} s",
+                signature,
+                str(count),
+                str(confirmation.get("rate", "?")),
+                saw,
+                replay_command(reproducer) if reproducer else "",
+            )
+        tables.append(apart)
     return tables
 
 
@@ -134,10 +154,13 @@ def summarize(
     seed: int,
     where: str = "records in the --out directory",
     coverage: list[CoverageReached] | None = None,
+    flaky_fails: bool = False,
 ) -> int:
-    """The end-of-run tables from the runs' summaries; the exit status."""
+    """The end-of-run tables from the runs' summaries; the exit status (1: failures found, or
+    flaky ones with ``flaky_fails``)."""
     rows: dict[str, dict[str, Any]] = {}
     signatures: dict[str, tuple[int, str, float]] = {}
+    flaky: dict[str, tuple[int, str, float, Mapping[str, Any]]] = {}
     down: list[str] = []
     for run in finished:
         for summary in run.targets:
@@ -149,6 +172,7 @@ def summarize(
                     "programs": 0,
                     "rate": 0.0,
                     "failures": 0,
+                    "flaky": 0,
                     "xfails": 0,
                     "divergences": 0,
                     "restarts": 0,
@@ -158,6 +182,7 @@ def summarize(
             row["programs"] += summary.programs
             row["rate"] += summary.cases / max(summary.elapsed, 1e-9)
             row["failures"] += summary.failures
+            row["flaky"] += summary.flaky
             row["xfails"] += summary.xfails
             row["divergences"] += summary.divergences
             row["restarts"] = max(row["restarts"], summary.restarts)  # one broker, many workers
@@ -168,9 +193,19 @@ def summarize(
                     path or summary.reproducers.get(signature, ""),
                     min(found, summary.first_seen.get(signature, math.inf)),
                 )
+            for signature, count in summary.flaky_signatures.items():
+                seen, path, found, confirmation = flaky.get(signature, (0, "", math.inf, {}))
+                flaky[signature] = (
+                    seen + count,
+                    path or summary.reproducers.get(signature, ""),
+                    min(found, summary.first_seen.get(signature, math.inf)),
+                    confirmation or summary.confirmations.get(signature, {}),
+                )
             if summary.broker_down and summary.broker_down not in down:
                 down.append(summary.broker_down)
-    for table in summary_table(list(rows.values()), signatures):
+    # a signature one worker confirmed is a failure, whatever another's replays saw
+    flaky = {s: f for s, f in flaky.items() if s not in signatures}
+    for table in summary_table(list(rows.values()), signatures, flaky):
         console.print(table)
     covered = coverage_table(coverage or [])
     if covered is not None:
@@ -182,4 +217,4 @@ def summarize(
         raise BadInput(errors[0])
     if interrupted:
         return 130
-    return 1 if signatures or down else 0
+    return 1 if signatures or down or (flaky and flaky_fails) else 0

@@ -26,12 +26,14 @@ from pathlib import Path
 from typing import Any
 
 from ..brokers.profiles import Profile, load_profile
+from ..engine.confirm import Confirmation, Decisions, confirm
+from ..engine.replay import Replay
 from ..engine.verdicts import Verdict
 from ..protocols.families import family_for
 from ..protocols.family import ServerScript, Serving, ServingPeer
 from ..protocols.served import Exchange
-from ..records.contract import record, worker_name
-from ..records.reproducers import write_reproducer
+from ..records.contract import describe, record, worker_name
+from ..records.reproducers import load_reproducer, write_reproducer
 from ..records.writer import RecordWriter
 from .judge import Judged, as_recorded, judge
 from .process import ShimProcess
@@ -73,6 +75,10 @@ class ClientSettings:
     shrink: bool = True  # a new signature's script shrunk before its reproducer is written
     shrink_budget: float = 10.0  # seconds per signature at most
     shrink_share: float = 0.3  # of the duration, at most, spent shrinking (per client)
+    # replays of a new failure's reproducer (each to a shim started afresh, as `amqpfuzz
+    # replay` serves it) before it is reported: one that does not fail every time is flaky
+    confirm: int = 3
+    confirm_tries: int = 3  # cases of a flaky signature replayed before it stays flaky
 
 
 @dataclass
@@ -88,19 +94,27 @@ class Outcome:
     messages: dict[str, str] = field(default_factory=dict)
     reproducers: dict[str, Path] = field(default_factory=dict)
     elapsed: float = 0.0
+    # failures whose replays did not all fail, and each flaky signature's replays
+    flaky: Counter[str] = field(default_factory=Counter)
+    confirmations: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def merge(self, other: Outcome) -> Outcome:
-        """Two campaigns' outcomes on the same client as one (Spark shards: other seeds)."""
+        """Two campaigns' outcomes on the same client as one (Spark shards: other seeds); a
+        signature one of them confirmed is a failure, whatever the other's replays saw."""
+        failures = self.failures + other.failures
+        flaky = Counter({s: n for s, n in (self.flaky + other.flaky).items() if s not in failures})
         return Outcome(
             self.client,
             self.cases + other.cases,
             self.restarts + other.restarts,
-            self.failures + other.failures,
+            failures,
             self.known + other.known,
             self.shrinking + other.shrinking,
             other.messages | self.messages,
             other.reproducers | self.reproducers,
             self.elapsed + other.elapsed,
+            flaky,
+            {s: c for s, c in (other.confirmations | self.confirmations).items() if s in flaky},
         )
 
 
@@ -310,6 +324,8 @@ class Lane:
     target: dict[str, Any]
     profile: Profile | None
     refreshed: int = 0  # restarts that were not the shim's doing
+    # what the replays decided of each failure signature (its confirmation), by signature
+    decisions: Decisions = field(default_factory=lambda: Decisions(3))
 
     def refresh(self) -> None:
         """The shim started afresh, the connection it left waiting closed: it waited for
@@ -344,6 +360,7 @@ class Lane:
                     target = client.as_target(peer.url, settings.protocol)
                     profile = client_profile(client.name, settings.profile)
                     lane = cls(outcome, peer, shim, writer, run_id, target, profile)
+                    lane.decisions = Decisions(settings.confirm_tries)
                     yield lane
             finally:
                 outcome.restarts = shim.started - 1 - (lane.refreshed if lane else 0)
@@ -372,19 +389,7 @@ class Lane:
             verdict = Verdict("xfail", deviation.reason, deviation, self.profile.name)
             outcome.known[judged.signature] += 1
         elif judged.failed:
-            outcome.failures[judged.signature] += 1
-            outcome.messages.setdefault(judged.signature, judged.message)
-            if judged.signature not in outcome.reproducers:
-                kept = (script, judged)
-                allowance = settings.shrink_share * settings.duration - outcome.shrinking
-                budget = min(settings.shrink_budget, allowance)
-                if settings.shrink and build is not None and budget > 0:
-                    play, began = self.play(settings.timeout), time.monotonic()
-                    with SHRINKING:  # Hypothesis shrinks one script at a time
-                        kept = shrink_script(play, build, script, judged.signature, budget) or kept
-                    outcome.shrinking += time.monotonic() - began
-                path = _reproduce(settings.out, client, settings, *kept)
-                outcome.reproducers[judged.signature] = path
+            verdict = Verdict(self._confirmed(script, judged, settings, build))
             reproducer = str(outcome.reproducers[judged.signature])
         failure = (
             {"oracle": judged.oracle, "signature": judged.signature, "message": judged.message}
@@ -409,10 +414,80 @@ class Lane:
                 reproducer=reproducer,
                 note=ex.struck,
                 blob=script.blob.hex(),
+                confirmation=self._confirmation(judged) if judged.failed else None,
                 **verdict.known(),
             )
         )
         return judged, verdict
+
+    def _confirmed(
+        self,
+        script: ServerScript,
+        judged: Judged,
+        settings: ClientSettings,
+        build: Callable[[bytes], ServerScript] | None,
+    ) -> str:
+        """A failure's verdict: its signature's first script (shrunk, with ``build`` and
+        ``settings.shrink``) kept as its reproducer and replayed from it before it is
+        reported, as ``amqpfuzz replay`` serves it; a flaky signature's later scripts replayed
+        too, a few, until one fails every time. ``fail`` or ``flaky``."""
+        outcome, signature = self.outcome, judged.signature
+        outcome.messages.setdefault(signature, judged.message)
+        if self.decisions.wanted(signature):
+            kept = (script, judged)
+            first = signature not in outcome.reproducers
+            allowance = settings.shrink_share * settings.duration - outcome.shrinking
+            budget = min(settings.shrink_budget, allowance)
+            if first and settings.shrink and build is not None and budget > 0:
+                play, began = self.play(settings.timeout), time.monotonic()
+                with SHRINKING:  # Hypothesis shrinks one script at a time
+                    kept = shrink_script(play, build, script, signature, budget) or kept
+                outcome.shrinking += time.monotonic() - began
+            confirmation = self._replays(*kept, settings)
+            if confirmation.flaky and kept[0] is not script:  # the script as it came, then
+                kept, confirmation = (script, judged), self._replays(script, judged, settings)
+            now = self.decisions.decide(signature, confirmation, signature)
+            if first or not confirmation.flaky:  # the file: the script that decided it
+                outcome.reproducers[signature] = _reproduce(
+                    settings.out, self.outcome.client, settings, *kept, now.said()
+                )
+        decided = self.decisions.get(signature)
+        assert decided is not None
+        if decided.verdict == "flaky":
+            outcome.flaky[signature] += 1
+            outcome.confirmations[signature] = decided.confirmation.as_record()
+        else:
+            outcome.failures[signature] += 1
+            outcome.confirmations.pop(signature, None)
+        return decided.verdict
+
+    def _replays(
+        self, script: ServerScript, judged: Judged, settings: ClientSettings
+    ) -> Confirmation:
+        """``script`` written as a reproducer and served from it ``settings.confirm`` times,
+        each to a shim started afresh."""
+        found = describe(judged.observed)
+        if settings.confirm <= 0:
+            return Confirmation(1, 1, found)
+        client = self.outcome.client
+        path = _reproduce(settings.out, client, settings, script, judged, {}, ".replayed")
+        data = load_reproducer(path)
+        path.unlink()  # (what is kept is the file of the script that decides the verdict)
+
+        def again() -> Replay:
+            now = replay_client(data, client, settings.timeout)
+            return Replay(
+                judged.signature,
+                now.signature if now.failed else None,
+                str(data.get("expected", {}).get("text", "")),
+                describe(now.observed),
+            )
+
+        return confirm(again, settings.confirm, found)
+
+    def _confirmation(self, judged: Judged) -> dict[str, Any] | None:
+        decided = self.decisions.get(judged.signature)
+        return decided.confirmation.as_record() if decided is not None else None
 
 
 def _expected(script: ServerScript) -> dict[str, Any]:
@@ -431,9 +506,15 @@ def _expected(script: ServerScript) -> dict[str, Any]:
 
 
 def _reproduce(
-    out: Path, client: ClientTarget, settings: ClientSettings, script: ServerScript, judged: Judged
+    out: Path,
+    client: ClientTarget,
+    settings: ClientSettings,
+    script: ServerScript,
+    judged: Judged,
+    said: Mapping[str, Any],
+    suffix: str = "",
 ) -> Path:
-    name = f"client-{uuid.uuid5(uuid.NAMESPACE_URL, judged.signature).hex[:12]}"
+    name = f"client-{uuid.uuid5(uuid.NAMESPACE_URL, judged.signature).hex[:12]}{suffix}"
     body = {
         "kind": "client",
         "protocol": settings.protocol,
@@ -449,6 +530,7 @@ def _reproduce(
         "timeout": settings.timeout,
         "expected": _expected(script),
         "observed": judged.observed,
+        **said,
     }
     return write_reproducer(out / "reproducers", name, body)
 

@@ -107,6 +107,8 @@ def _summary(shard: ClientShard, outcome: Outcome) -> Row:
             "messages": outcome.messages,
             "reproducers": reproducers,
             "elapsed": outcome.elapsed,
+            "flaky": dict(outcome.flaky),
+            "confirmations": outcome.confirmations,
         },
     }
     return "summaries", f"shard-{shard.index}", json.dumps(summary)
@@ -126,4 +128,6 @@ def outcome_of(summary: dict[str, Any], reproducers: Path | str) -> Outcome:
         messages=dict(found["messages"]),
         reproducers={s: Path(reproducers) / n for s, n in found["reproducers"].items()},
         elapsed=found["elapsed"],
+        flaky=Counter(found.get("flaky", {})),
+        confirmations=dict(found.get("confirmations", {})),
     )

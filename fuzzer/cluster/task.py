@@ -147,4 +147,7 @@ def _target(t: TargetSummary) -> dict[str, Any]:
         "reproducers": {s: Path(p).name for s, p in t.reproducers.items()},
         "broker_down": t.broker_down,
         "first_seen": dict(t.first_seen),
+        "flaky": t.flaky,
+        "flaky_signatures": dict(t.flaky_signatures),
+        "confirmations": {s: dict(c) for s, c in t.confirmations.items()},
     }

@@ -200,12 +200,14 @@ class ProgramJudged(Judged):
 
 @dataclass(frozen=True, slots=True)
 class FailureFound:
-    """A failure outside the profile, with its reproducer."""
+    """A failure outside the profile, with its reproducer (``flaky``: its replays did not all
+    fail with its signature)."""
 
     target: str
     signature: str
     case: str
     reproducer: str
+    flaky: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -283,6 +285,7 @@ class Progress:
     failures: int
     xfails: int
     programs: int = 0
+    flaky: int = 0  # failures whose replays did not all reproduce them
 
 
 @dataclass(frozen=True)
@@ -301,6 +304,10 @@ class TargetSummary:
     broker_down: str = ""
     restarts: int = 0
     first_seen: Mapping[str, float] = field(default_factory=dict)  # seconds into the run
+    flaky: int = 0  # failures that did not happen again every time they were replayed
+    flaky_signatures: Mapping[str, int] = field(default_factory=dict)
+    # a flaky signature's replays: its rate and what each saw (Confirmation.as_record)
+    confirmations: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
+from typing import Any
 
 from hypothesis import HealthCheck, Phase, Verbosity, settings
 from hypothesis import seed as hypothesis_seed
@@ -22,8 +24,9 @@ from amqpfuzz.spec import DEFAULT_PROTOCOL, OutcomeKind
 
 from ..protocols import Broken, Outcome, ProgramRun, ProgramStep
 from ..protocols.families import programs_for
-from ..records import reaction_of
+from ..records import load_reproducer, reaction_of
 from . import signatures
+from .confirm import Confirmation, Decided, Decisions, confirm
 from .events import (
     Emitter,
     FailureFound,
@@ -34,7 +37,7 @@ from .events import (
     TargetSummary,
     new_record_id,
 )
-from .replay import write_program
+from .replay import replay, write_program
 from .targets import TargetState
 from .verdicts import judge_against
 
@@ -54,6 +57,10 @@ class ProgramSettings:
     # programs may kill and restart the target's throwaway broker (only where nothing else
     # uses it meanwhile: one worker); a family whose programs check durability does then
     restarts: bool = False
+    # replays of a broken invariant's program, from its reproducer, before it is reported:
+    # one that does not break it again every time is ``flaky`` (0: reported as found)
+    confirm: int = 3
+    confirm_tries: int = 3  # failing rounds of a flaky signature replayed before it stays so
 
 
 @dataclass
@@ -61,11 +68,15 @@ class _Totals:
     programs: int = 0
     failures: int = 0
     xfails: int = 0
+    flaky: int = 0
     signatures: dict[str, int] = field(default_factory=dict)
+    flaky_signatures: dict[str, int] = field(default_factory=dict)
+    confirmations: dict[str, dict[str, Any]] = field(default_factory=dict)
     known: dict[str, int] = field(default_factory=dict)  # xfailed signatures (the profile's)
     reproducers: dict[str, str] = field(default_factory=dict)
     first_seen: dict[str, float] = field(default_factory=dict)
     started: float = field(default_factory=time.monotonic)
+    decisions: Decisions = field(default_factory=lambda: Decisions(3))
 
 
 def run_programs(
@@ -86,7 +97,7 @@ def run_programs(
     started = time.monotonic()
     deadline = started + (config.duration if config.duration is not None else 60.0)
     left = config.max_programs
-    totals = {id(target): _Totals() for target in targets}
+    totals = {id(target): _Totals(decisions=Decisions(config.confirm_tries)) for target in targets}
     rounds = 0
     while time.monotonic() < deadline and (left is None or left > 0):
         for target in targets:
@@ -107,6 +118,7 @@ def run_programs(
                 sum(t.failures for t in everything),
                 sum(t.xfails for t in everything),
                 sum(t.programs for t in everything),
+                flaky=sum(t.flaky for t in everything),
             )
         )
     summaries = tuple(
@@ -119,6 +131,9 @@ def run_programs(
             signatures=dict(totals[id(target)].signatures),
             reproducers=dict(totals[id(target)].reproducers),
             first_seen=dict(totals[id(target)].first_seen),
+            flaky=totals[id(target)].flaky,
+            flaky_signatures=dict(totals[id(target)].flaky_signatures),
+            confirmations=dict(totals[id(target)].confirmations),
         )
         for target in targets
     )
@@ -261,20 +276,25 @@ def _judge(
         signature = signatures.program(broken.invariant, broken.step)
         failure = {"oracle": "stateful", "signature": signature, "message": broken.message}
     verdict = judge_against(target, "fail" if broken else "pass", signature=signature)
+    said = verdict.verdict
+    extra: dict[str, Any] = dict(verdict.known())
     if broken is not None and signature is not None and verdict.verdict == "fail":
-        path = write_program(
-            out / "reproducers",
-            steps,
-            broken,
-            target=target.target,
-            seed=str(config.seed),
-            protocol=config.protocol,
-            record_id=record_id,
-        )
+        path, known = _reproduce(target, config, steps, broken, record_id, out, totals)
         reproducer = str(path)
-        totals.failures += 1
-        totals.signatures[signature] = totals.signatures.get(signature, 0) + 1
-        totals.reproducers.setdefault(signature, reproducer)
+        said = known.verdict
+        extra["confirmation"] = known.confirmation.as_record()
+        if said == "flaky":
+            totals.flaky += 1
+            totals.flaky_signatures[signature] = totals.flaky_signatures.get(signature, 0) + 1
+            totals.confirmations[signature] = known.confirmation.as_record()
+            totals.reproducers.setdefault(signature, reproducer)
+        else:
+            totals.failures += 1
+            totals.signatures[signature] = totals.signatures.get(signature, 0) + 1
+            if known.record_id == record_id:  # the program its replays confirmed
+                totals.confirmations.pop(signature, None)
+                totals.reproducers[signature] = reproducer
+            totals.reproducers.setdefault(signature, reproducer)
         totals.first_seen.setdefault(signature, time.monotonic() - totals.started)
     elif verdict.verdict == "xfail":
         totals.xfails += 1
@@ -287,7 +307,7 @@ def _judge(
             spec_ref=f"stateful/{broken.invariant}" if broken else "stateful",
             expected=reaction_of(Outcome(OutcomeKind.REPLY)),
             observed=reaction_of(Outcome(OutcomeKind.REPLY)),
-            verdict=verdict.verdict,
+            verdict=said,
             seed=str(config.seed),
             duration_s=elapsed,
             failure=failure,
@@ -295,8 +315,48 @@ def _judge(
             record_id=record_id,
             programs=count,
             steps=tuple(steps) if broken else (),
-            extra=verdict.known(),
+            extra=extra,
         )
     )
     if reproducer is not None and signature is not None:
-        emit(FailureFound(target.label, signature, str(steps), reproducer))
+        emit(FailureFound(target.label, signature, str(steps), reproducer, said == "flaky"))
+
+
+def _reproduce(
+    target: TargetState,
+    config: ProgramSettings,
+    steps: list[ProgramStep],
+    broken: Broken,
+    record_id: str,
+    out: Path,
+    totals: _Totals,
+) -> tuple[Path, Decided]:
+    """The program's reproducer, replayed from the file (as ``amqpfuzz replay`` would) before
+    it is reported, where its signature's verdict is not known yet (or only flaky)."""
+    signature = signatures.program(broken.invariant, broken.step)
+
+    def write(more: dict[str, Any]) -> Path:
+        kind = getattr(target.broker, "kind", "") or ""
+        origin = {"kind": kind, "product": target.product, "version": target.version}
+        return write_program(
+            out / "reproducers", steps, broken, target=target.target, seed=str(config.seed),
+            protocol=config.protocol, record_id=record_id,
+            more={"broker": origin, "timeout": config.timeout, **more},
+        )  # fmt: skip
+
+    decisions = totals.decisions
+    if decisions.wanted(signature):
+        path = write({})
+        found = f"{broken.invariant} in {broken.step}: {broken.message}"
+        if config.confirm <= 0:
+            confirmation = Confirmation(1, 1, found)
+        else:
+            data = load_reproducer(path)
+            broker = target.broker
+            restart = broker.recover if config.restarts and broker is not None else None
+            again = partial(replay, data, target.target, timeout=config.timeout, restart=restart)
+            confirmation = confirm(again, config.confirm, found)
+        decisions.decide(signature, confirmation, record_id)
+    known = decisions.get(signature)
+    assert known is not None
+    return write(known.said()), known

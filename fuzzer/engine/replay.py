@@ -12,7 +12,7 @@ Either way the answer is the failure's signature now (None: fixed).
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -29,7 +29,9 @@ from . import signatures
 from .runner import Result, Runner
 from .traffic import as_data, from_data, send, survives
 
-__all__ = ["Replay", "replay", "write_case", "write_program", "write_traffic"]
+__all__ = [
+    "Replay", "case_of", "replay", "run_alone", "write_case", "write_program", "write_traffic",
+]  # fmt: skip
 
 
 def write_case(
@@ -42,9 +44,12 @@ def write_case(
     frame_max: int,
     record_id: str,
     prefix: str = "",
+    more: Mapping[str, Any] | None = None,
+    name: str | None = None,
 ) -> Path:
     """Write the reproducer of a failed case as ``repro-<record_id>.json`` (``prefix``: the
-    run's, which its names start with)."""
+    run's, which its names start with; ``more``: what else it says, such as the broker it
+    was found on and how its replays went; ``name``: another file name)."""
     case, failure = result.case, result.failure
     assert failure is not None
     channel = driver_for(protocol).own_channel(case)
@@ -69,8 +74,9 @@ def write_case(
         "observed": reaction_of(result.outcome) | {"text": result.outcome.text},
         "failure": failure.as_record(),
         "blob_hex": case.blob.hex(),
+        **(more or {}),
     }
-    return write_reproducer(directory, f"repro-{record_id}", data)
+    return write_reproducer(directory, name or f"repro-{record_id}", data)
 
 
 def _steps(case: Case, channel: int) -> list[dict[str, Any]]:
@@ -85,7 +91,14 @@ def _steps(case: Case, channel: int) -> list[dict[str, Any]]:
 
 
 def write_traffic(
-    directory: Path, result: Result, *, target: Target, seed: str, protocol: str, record_id: str
+    directory: Path,
+    result: Result,
+    *,
+    target: Target,
+    seed: str,
+    protocol: str,
+    record_id: str,
+    more: Mapping[str, Any] | None = None,
 ) -> Path:
     """Write the reproducer of a crash that needs several cases: their traffic, in order."""
     failure = result.failure
@@ -100,6 +113,7 @@ def write_traffic(
         "failure": failure.as_record(),
         "connections": len({s.connection for s in result.traffic}),
         "traffic": as_data(result.traffic),
+        **(more or {}),
     }
     return write_reproducer(directory, f"repro-{record_id}", data)
 
@@ -113,6 +127,7 @@ def write_program(
     seed: str,
     protocol: str,
     record_id: str,
+    more: Mapping[str, Any] | None = None,
 ) -> Path:
     """Write the reproducer of a stateful program that broke an invariant."""
     data = {
@@ -130,6 +145,7 @@ def write_program(
             "message": broken.message,
         },
         "steps": steps,
+        **(more or {}),
     }
     return write_reproducer(directory, f"repro-{record_id}", data)
 
@@ -174,13 +190,22 @@ def replay(
 def _replay_case(data: dict[str, Any], target: Target, signature: str, timeout: float) -> Replay:
     """The recorded bytes on a connection of their own, the probe, the same oracles."""
     protocol = str(data.get("protocol", DEFAULT_PROTOCOL))
-    driver = driver_for(protocol)
+    case = case_of(data)
+    # the run's prefix: what the bytes declare with it is deleted again afterwards
+    result = run_alone(case, target, protocol, timeout, str(data.get("prefix", "")))
+    now = result.failure.signature if result.failure is not None else None
+    return Replay(signature, now, str(case.expected), str(result.outcome))
+
+
+def case_of(data: dict[str, Any]) -> Case:
+    """The case a case reproducer holds: its recorded bytes, as the steps its driver reads."""
+    driver = driver_for(str(data.get("protocol", DEFAULT_PROTOCOL)))
     try:
         reaction = Reaction.from_dict(data["expected"], driver.code)
     except (KeyError, TypeError) as exc:
         raise ReproducerError(f"the reproducer's expected reaction is unreadable: {exc}") from None
     steps, frames = driver.recorded(unpack(data, "bytes_"))
-    case = Case(
+    return Case(
         steps,
         reaction,
         str(data["spec_ref"]),
@@ -189,16 +214,17 @@ def _replay_case(data: dict[str, Any], target: Target, signature: str, timeout: 
         level=data.get("level") or _level(data),
         frames=frames if data.get("mutation") is None else (),
     )
-    # the run's prefix: what the bytes declare with it is deleted again afterwards
-    prefix = str(data.get("prefix", ""))
+
+
+def run_alone(case: Case, target: Target, protocol: str, timeout: float, prefix: str) -> Result:
+    """``case`` on a connection of its own, on a runner of its own (nothing a campaign's runner
+    is sending meanwhile is touched), what it declared under ``prefix`` deleted afterwards."""
     runner = Runner(target, protocol=protocol, timeout=timeout, in_flight=1, prefix=prefix)
     try:
-        result = runner.run_alone(case)
+        return runner.run_alone(case)
     finally:
         runner.close()
         runner.cleanup()
-    now = result.failure.signature if result.failure is not None else None
-    return Replay(signature, now, str(reaction), str(result.outcome))
 
 
 def _level(data: dict[str, Any]) -> str | None:

@@ -95,13 +95,15 @@ def side_by_side(
     traffic: Sequence[Sent],
     crashes: Callable[[list[Sent]], bool | None],
     budget: float,
-) -> list[Result]:
+) -> tuple[list[Result], bool | None]:
     """A crash no suspect does alone: the cases whose traffic still does it (minimized within
     ``budget``; all of it if it no longer does), on the first suspect's result, with that
-    traffic as its reproducer."""
+    traffic as its reproducer; and whether that traffic, sent once more, brought the broker
+    down again (None: there was none to send)."""
     kept: list[int] = sorted({s.case for s in traffic if s.case is not None})
     if not kept:
-        return unattributed(results, suspects, "no traffic of theirs was kept to find which")
+        why = "no traffic of theirs was kept to find which"
+        return unattributed(results, suspects, why), None
     first = crashes(list(traffic))
     if first:
         kept = minimize(traffic, crashes, budget)
@@ -117,7 +119,7 @@ def side_by_side(
     )
     marked = list(results)
     marked[suspects[0]] = replace(results[suspects[0]], failure=failure, traffic=chosen)
-    return marked
+    return marked, bool(first)
 
 
 def unattributed(

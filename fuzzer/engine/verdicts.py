@@ -30,7 +30,7 @@ class Verdict:
     deviation: Deviation | None = None
     profile: str | None = None  # the name of the profile that holds ``deviation``
 
-    def known(self) -> dict[str, str]:
+    def known(self) -> dict[str, Any]:
         """The fields an xfail's or xpass's record carries: the profile's reason
         (``deviation``), which entry of which profile (``deviation_entry``, ``profile``)."""
         if self.deviation is None:

@@ -21,7 +21,13 @@ command line           ini key                environment               default
 --amqp-scenarios       amqp_scenarios         AMQPFUZZ_SCENARIOS        off
 --amqp-fuzz            amqp_fuzz              AMQPFUZZ_FUZZ             off
 --amqp-allow-remote    amqp_allow_remote      AMQPFUZZ_ALLOW_REMOTE     off
+--amqp-flaky-fails     amqp_flaky_fails       AMQPFUZZ_FLAKY_FAILS      off
 =====================  =====================  ========================  =================================
+
+A failure is replayed from its reproducer before it is reported (the engine's confirmation); one
+whose replays did not all fail is *flaky*: its item passes, reported as ``flaky`` (the ``f`` of
+the progress line, a count of its own in the summary line and a section of the terminal
+summary), unless ``--amqp-flaky-fails`` makes it fail.
 
 The seed is chosen once, by the controller under pytest-xdist, stored in the pytest cache
 (``--amqp-seed last`` reuses it) and handed to the workers, as pytest-randomly does.
@@ -191,9 +197,28 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         state.close()
 
 
+FLAKY = "amqp_flaky"  # the user property a flaky item carries: its signatures and rates
+
+
+def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config) -> Any:
+    """An item that passed with flaky failures only is reported as ``flaky``."""
+    if report.when == "call" and report.passed and _flaky(report):
+        return "flaky", "f", ("FLAKY", {"yellow": True})
+    return None
+
+
+def _flaky(report: pytest.TestReport) -> str:
+    return next((str(v) for k, v in report.user_properties if k == FLAKY), "")
+
+
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
     options = options_of(config)
-    if options.active and (options.scenarios or options.fuzz):
+    flaky = terminalreporter.stats.get("flaky", [])
+    if flaky:
+        terminalreporter.section("amqpfuzz: flaky failures (not counted as failures)")
+        for report in flaky:
+            terminalreporter.write_line(f"{report.nodeid}: {_flaky(report)}")
+    if options.active and (options.scenarios or options.fuzz or options.clients):
         terminalreporter.write_line(
             f"amqpfuzz: seed {options.seed}; records and reproducers in {options.results}"
         )

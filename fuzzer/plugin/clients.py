@@ -17,6 +17,7 @@ import pytest
 from ..clients.campaign import serving_of
 from ..clients.judge import Judged
 from ..clients.targets import client_targets
+from ..records import replay_command
 from .items import AmqpItem, ItemFailure, group
 from .session import AmqpSession
 
@@ -36,7 +37,7 @@ class ClientFailed(ItemFailure):
                 f"{self.client} failed a server script",
                 f"oracle:    {self.judged.oracle}: {self.judged.message}",
                 f"signature: {self.judged.signature}",
-                f"replay:    amqpfuzz replay {self.reproducer} --client {self.client}",
+                f"replay:    {replay_command(self.reproducer, '--client', self.client)}",
             )
         )
 
@@ -54,15 +55,25 @@ class ClientItem(AmqpItem):
         size, build = serving.scripts(settings.protocol, chosen, 0.0 if self.operator else 1.0)
         rnd = random.Random(self.state.options.seed_for(self.nodeid))
         known: list[str] = []
+        flaky: dict[str, str] = {}  # signature -> its replays' rate
+        strict = self.state.options.flaky_fails
         for _ in range(CASES):
             judged, verdict = lane.serve(build(rnd.randbytes(size)), settings)
-            if verdict.verdict == "fail":
+            if verdict.verdict == "fail" or (verdict.verdict == "flaky" and strict):
                 reproducer = lane.outcome.reproducers.get(judged.signature, "")
-                self.properties(verdict="fail", signature=judged.signature, reproducer=reproducer)
+                self.properties(
+                    verdict=verdict.verdict, signature=judged.signature, reproducer=reproducer
+                )
                 raise ClientFailed(self.client, judged, str(reproducer))
+            if verdict.verdict == "flaky":
+                confirmation = lane.outcome.confirmations.get(judged.signature, {})
+                flaky.setdefault(judged.signature, str(confirmation.get("rate", "?")))
             if verdict.verdict == "xfail":
                 known.append(verdict.reason)
-        self.properties(verdict="xfail" if known else "pass", observed=f"{CASES} scripts")
+        said = "xfail" if known else "flaky" if flaky else "pass"
+        self.properties(verdict=said, observed=f"{CASES} scripts")
+        if flaky and not known:
+            self.properties(flaky="; ".join(f"{s} (reproduced {r})" for s, r in flaky.items()))
         if known:
             pytest.xfail(known[0])
 

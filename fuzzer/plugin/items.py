@@ -27,7 +27,7 @@ from amqpfuzz.strategies import Case, case_methods, malformed_cases, operators, 
 from ..engine.conformance import ScenarioTarget
 from ..engine.events import CaseJudged, DivergenceFound, Judged, ScenarioJudged
 from ..engine.seeding import Namespaced
-from ..records import describe, reaction_of
+from ..records import describe, reaction_of, replay_command
 from .markers import CAPABILITIES, CLASSES, class_of
 from .options import options_of
 from .session import AmqpSession
@@ -112,10 +112,11 @@ class FuzzFailed(ItemFailure):
             "frames (the smallest case Hypothesis found):",
             textwrap.indent(judged.case, "  "),
         ]
+        confirmation = judged.extra.get("confirmation") or {}
+        if confirmation:
+            lines.append(f"replayed:  reproduced {confirmation.get('rate', '?')}")
         if self.reproducer:
-            lines.append(f"replay:    amqpfuzz replay {self.reproducer}")
-            if label.startswith("throwaway"):
-                lines.append("           (with --url URL: the throwaway broker ended with the run)")
+            lines.append(f"replay:    {replay_command(self.reproducer)}")
         return "\n".join(lines)
 
 
@@ -218,6 +219,7 @@ class FuzzItem(AmqpItem):
         assert gate is not None
         expected: list[str] = []
         covered: list[str] = []
+        flaky: dict[str, str] = {}  # signature -> its replays' rate
         cases = [0]
 
         # the item's examples kept apart from every other item's (they share this function)
@@ -232,7 +234,7 @@ class FuzzItem(AmqpItem):
             expected[:] = [str(case.expected)]
             judged = campaign.run_batch([case])
             gate.end_batch()
-            self._judge(judged, covered)
+            self._judge(judged, covered, flaky)
 
         self.properties(
             spec_ref=self.subject if self.kind == "method" else f"mutation {self.subject}",
@@ -257,28 +259,41 @@ class FuzzItem(AmqpItem):
                 )
             raise
         self.properties(
-            verdict="xfail" if covered else "pass",
+            verdict="xfail" if covered else "flaky" if flaky else "pass",
             expected=expected[0] if expected else None,
             observed=f"{cases[0]} cases, "
             + (f"{len(covered)} deviations the profile records" if covered else "all as required"),
         )
+        if flaky and not covered:
+            self.properties(flaky="; ".join(f"{s} (reproduced {r})" for s, r in flaky.items()))
         if covered:
             pytest.xfail(covered[0])
 
-    def _judge(self, judged: list[Judged], covered: list[str]) -> None:
+    def _judge(self, judged: list[Judged], covered: list[str], flaky: dict[str, str]) -> None:
         """The engine's verdicts of one case: a failure fails the item, a deviation the profile
-        records is noted (the item is an xfail if nothing fails), a divergence fails it."""
+        records is noted (the item is an xfail if nothing fails), a divergence fails it; a
+        flaky failure is noted (the item is flaky if nothing fails), or fails the item with
+        ``--amqp-flaky-fails``."""
+        strict = self.state.options.flaky_fails
         for event in judged:
             if not isinstance(event, CaseJudged):
                 continue
             if event.verdict == "xfail":
                 covered.append(event.deviation or "")
-            elif event.verdict == "fail" and event.failure is not None:
+            elif event.verdict == "flaky" and event.failure is not None and not strict:
+                rate = (event.extra.get("confirmation") or {}).get("rate", "?")
+                flaky.setdefault(event.failure["signature"], str(rate))
+            elif event.verdict in ("fail", "flaky") and event.failure is not None:
                 key = (event.target.label, event.failure["signature"])
                 raise FuzzFailed(event, self.state.failures.get(key, event.reproducer or ""))
         divergences = [e for e in judged if isinstance(e, DivergenceFound)]
         if divergences and not covered:
-            raise Divergence(divergences[0])
+            found = divergences[0]
+            if found.verdict == "flaky" and not strict:
+                rate = (found.extra.get("confirmation") or {}).get("rate", "?")
+                flaky.setdefault(str(found.signature), str(rate))
+            else:
+                raise Divergence(found)
 
     def reportinfo(self) -> tuple[Any, int | None, str]:
         return self.path, 0, f"fuzz {self.kind} {self.subject}"

@@ -41,6 +41,7 @@ class Options:
     scenarios: bool = False
     fuzz: bool = False
     clients: tuple[str, ...] = ()  # client libraries to fuzz, by their bundled shims' names
+    flaky_fails: bool = False  # a flaky failure fails its item (else it passes, said flaky)
     active: bool = False  # any option given: the header shows the plugin, the seed is stored
     run_id: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
     worker: str = "main"  # the pytest-xdist worker id
@@ -74,6 +75,9 @@ _OPTIONS: tuple[tuple[str, str, str, dict[str, Any]], ...] = (
     ("client", "args", "a client library to fuzz (a bundled shim's name, see `amqpfuzz client "
      "list`): amqpfuzz plays a hostile broker to it (repeat for several)", {"action": "append"}),
     ("allow-remote", "string", "allow a target off the loopback network (fuzzing can crash it)",
+     {"action": "store_true"}),
+    ("flaky-fails", "string", "count flaky failures (their replays did not all fail) as "
+     "failures; by default an item with only flaky ones passes, reported as flaky",
      {"action": "store_true"}),
 )  # fmt: skip
 
@@ -166,6 +170,7 @@ def resolve(config: pytest.Config) -> Options:
         allow_remote=_flag(config, "allow-remote"),
         scenarios=_flag(config, "scenarios"),
         fuzz=_flag(config, "fuzz"),
+        flaky_fails=_flag(config, "flaky-fails"),
         clients=tuple(clients.split() if isinstance(clients, str) else clients or ()),
     )
     options.active = bool(

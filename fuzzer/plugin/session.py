@@ -60,8 +60,9 @@ class Gate:
     with the reproducers they wrote: one ``fail`` record per failure found, not one per attempt.
     """
 
-    def __init__(self, records: RecordHandler) -> None:
+    def __init__(self, records: RecordHandler, failing: tuple[str, ...] = ("fail",)) -> None:
         self.records = records
+        self.failing = failing  # the verdicts that fail an item (flaky too, when strict)
         self.open = True  # not in a fuzz item: everything goes through
         self.failed = False
         self.batch: list[Judged] = []
@@ -87,7 +88,7 @@ class Gate:
     def end_batch(self) -> None:
         """One example's batch is judged: record it, hold it or drop it."""
         batch, self.batch = self.batch, []
-        failing = any(e.verdict == "fail" for e in batch)
+        failing = any(e.verdict in self.failing for e in batch)
         if not self.failed and not failing:
             for event in batch:
                 self.records(event)
@@ -194,7 +195,8 @@ class AmqpSession:
                 shrink=False,
                 protocol=self.options.protocol,
             )
-            self.gate = Gate(self._record_handler("fuzz"))
+            failing = ("fail", "flaky") if self.options.flaky_fails else ("fail",)
+            self.gate = Gate(self._record_handler("fuzz"), failing)
             campaign = Campaign(
                 runs,
                 settings,

@@ -21,7 +21,7 @@ from .contract import (
     record,
     worker_name,
 )
-from .reproducers import ReproducerError, load_reproducer, write_reproducer
+from .reproducers import ReproducerError, load_reproducer, replay_command, write_reproducer
 from .writer import RecordWriter
 
 __all__ = [
@@ -43,6 +43,7 @@ __all__ = [
     "reaction_of",
     "read_records",
     "record",
+    "replay_command",
     "worker_name",
     "write_reproducer",
 ]

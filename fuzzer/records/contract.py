@@ -15,6 +15,12 @@ Schema 2 made the reactions (``expected``, ``observed``) protocol-neutral: besid
 and 0-9-1's reply code and class/method ids they carry the ``scope`` that closed (connection,
 channel, session, link) and the ``condition`` (AMQP 1.0's error symbol). Readers take schema 1
 records as schema 2 ones without those two fields (the scope follows from the outcome).
+
+Schema 3 added the verdict ``flaky`` (a failure that did not happen again every time it was
+replayed from its reproducer) and the ``confirmation`` of a failure or a flaky one: how its
+replays went (``runs``, ``reproduced``, ``rate``, what the run ``found`` and what each replay
+saw, ``replays``). Readers take schema 1 and 2 records as they are: no flaky verdict, no
+confirmation.
 """
 
 from __future__ import annotations
@@ -52,11 +58,11 @@ __all__ = [
     "worker_name",
 ]
 
-SCHEMA_VERSION = 2
-SCHEMA_VERSIONS = (1, 2)  # what readers accept
+SCHEMA_VERSION = 3
+SCHEMA_VERSIONS = (1, 2, 3)  # what readers accept
 RECORD_KINDS = ("fuzz", "stateful", "scenario", "differential", "client")
 OUTCOMES = tuple(kind.value for kind in OutcomeKind)
-VERDICTS = ("pass", "fail", "error", "skip", "xfail", "xpass")
+VERDICTS = ("pass", "fail", "error", "skip", "xfail", "xpass", "flaky")
 TOOL_VERSION = version("amqpfuzz")
 
 # Every field of the core contract, with the JSON type the reports read it as.
@@ -79,6 +85,7 @@ FIELDS: Mapping[str, str] = {
     "verdict": "string: " + ", ".join(VERDICTS),
     "failure": "object {oracle, signature, message} or null",
     "reproducer": "string or null",
+    "confirmation": "object {runs, reproduced, rate, found, replays} or null (schema 3)",
 }
 
 
@@ -124,6 +131,7 @@ def record(
     failure: Mapping[str, Any] | None = None,
     reproducer: str | None = None,
     record_id: str | None = None,
+    confirmation: Mapping[str, Any] | None = None,
     **extra: Any,
 ) -> dict[str, Any]:
     """One record of the contract; ``extra`` fields (the case's text, ...) ride along."""
@@ -150,6 +158,7 @@ def record(
         "verdict": verdict,
         "failure": dict(failure) if failure else None,
         "reproducer": reproducer,
+        "confirmation": dict(confirmation) if confirmation else None,
         **extra,
     }
 

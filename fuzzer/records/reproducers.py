@@ -19,6 +19,10 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import os
+import shlex
+import shutil
+import sys
 import time
 import zlib
 from collections.abc import Mapping
@@ -29,7 +33,7 @@ from amqpfuzz.spec import AmqpfuzzError
 
 __all__ = [
     "FORMAT", "INLINE", "REPRODUCER_KINDS", "ReproducerError", "load_reproducer", "pack",
-    "unpack", "write_reproducer",
+    "replay_command", "unpack", "write_reproducer",
 ]  # fmt: skip
 
 FORMAT = 1
@@ -122,3 +126,31 @@ def load_reproducer(path: Path | str) -> dict[str, Any]:
     else:
         raise ReproducerError(f"{path}: unknown kind of reproducer {kind!r}")
     return data
+
+
+def replay_command(path: Path | str, *options: str) -> str:
+    """The command that replays the reproducer at ``path``, as it can be pasted into a shell in
+    the directory this process runs in: the ``amqpfuzz`` of this environment (by its name where
+    the shell finds this one by it, else by its path), the file relative to here where it is
+    below, and ``options`` (``--client NAME``) after it, each quoted as the shell needs."""
+    return shlex.join([_program(), "replay", _shown(Path(path)), *options])
+
+
+def _program() -> str:
+    """How a shell here reaches this environment's ``amqpfuzz``."""
+    ours = Path(sys.executable).parent / "amqpfuzz"
+    if not ours.exists():
+        return "amqpfuzz"  # (an interpreter without the console script: the user's own)
+    found = shutil.which("amqpfuzz")
+    if found is not None and os.path.samefile(found, ours):
+        return "amqpfuzz"
+    return _shown(ours)
+
+
+def _shown(path: Path) -> str:
+    """``path`` relative to the working directory where it is below it, else absolute."""
+    absolute = Path(os.path.abspath(path))
+    try:
+        return str(absolute.relative_to(Path.cwd()))
+    except ValueError:
+        return str(absolute)

@@ -45,7 +45,7 @@ def _record(seq: int) -> dict[str, object]:
 def test_every_core_field_is_there() -> None:
     item = _record(1)
     assert set(FIELDS) <= set(item)
-    assert item["schema_version"] == SCHEMA_VERSION == 2 and len(str(item["record_id"])) == 32
+    assert item["schema_version"] == SCHEMA_VERSION == 3 and len(str(item["record_id"])) == 32
 
 
 def test_writer_flushes_each_record_and_finishes_atomically(tmp_path: Path) -> None:

@@ -101,9 +101,9 @@ def test_steering_draws_an_operator_behind_a_known_crash_less(peer: Peer, tmp_pa
     build = case_builder(["soft-error", "crash"], protocol=PROTOCOL, valid_share=0.0)
     rnd = random.Random(7)
     cases = [build(rnd.randbytes(8)) for _ in range(2000)]
-    assert run._steer(cases) == cases  # nothing known yet: nothing steered
-    run._avoided.add("crash")
-    kept = run._steer(cases)
+    assert run.drawing.steer(cases) == cases  # nothing known yet: nothing steered
+    run.drawing.avoided.add("crash")
+    kept = run.drawing.steer(cases)
     crashes = sum(1 for c in cases if c.operator == "crash")
     kept_crashes = sum(1 for c in kept if c.operator == "crash")
     # one in `avoid` (8) of them still runs; every other case does

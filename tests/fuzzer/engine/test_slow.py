@@ -3,6 +3,7 @@ failed) are held back and sent together every few batches, on the fake family: n
 
 from __future__ import annotations
 
+import math
 import random
 from collections.abc import Iterator
 from pathlib import Path
@@ -10,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from amqpfuzz.fuzzer.brokers import parse_target
-from amqpfuzz.fuzzer.engine.campaign import HELD, HOLD, SLOW, Campaign, CampaignSettings, TargetRun
+from amqpfuzz.fuzzer.engine.campaign import Campaign, CampaignSettings, TargetRun
+from amqpfuzz.fuzzer.engine.drawing import HELD, HOLD, SLOW
 from amqpfuzz.fuzzer.engine.events import Emitter
 from tests.helpers.fake import PROTOCOL, FakeBroker, Peer, registered
 
@@ -30,9 +32,9 @@ def test_slow_cases_are_held_and_sent_together(peer: Peer, tmp_path: Path) -> No
     run = Campaign([target], config, out=tmp_path, run_id="r", prefix="p-", emit=Emitter())
     run.start()
     try:
-        run._slow["hard-error"] = 2 * SLOW  # its cases took seconds on their own connections
+        run.drawing.slow["hard-error"] = 2 * SLOW  # its cases took seconds on their own connections
         rnd = random.Random(1)
-        batches = [run._draw(rnd) for _ in range(2 * HOLD)]
+        batches = [run.drawing.draw(rnd, deadline=math.inf) for _ in range(2 * HOLD)]
     finally:
         run.finish()
     slow = [sum(1 for c in b if c.operator == "hard-error") for b in batches]

@@ -1,0 +1,300 @@
+"""Judging a campaign's cases: each verdict, its reproducer, and a new failure confirmed first.
+
+A case is judged by the oracles, then by the target's profile (a failure it documents is an
+``xfail``). A failure outside the profile writes its reproducer; the first of each signature
+(on each target) is then replayed from that file (:mod:`.confirm`) before it is reported: a
+failure is one that happens again every time, a ``flaky`` one one that does not, with its rate
+and what each replay saw. Later cases of a signature take its verdict; a flaky signature is
+tried again on a few more of its cases, and becomes a failure as soon as one of them reproduces
+every time. A crash is confirmed by its triage (:mod:`.crashes`: the case that brings the
+broker down alone, twice). Where several targets react differently, the divergence is run again
+on each before it is reported.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from amqpfuzz.spec import OutcomeKind
+from amqpfuzz.strategies import Case
+
+from ..protocols import Outcome
+from ..records import load_reproducer, reaction_of
+from . import signatures
+from .confirm import Confirmation, Decided, Decisions, confirm
+from .events import CaseJudged, DivergenceFound, Emitter, FailureFound, Judged, new_record_id
+from .replay import Replay, replay, run_alone, write_case, write_traffic
+from .runner import Result
+from .state import CampaignSettings, Stats, TargetRun
+from .verdicts import diverges, judge_against
+
+__all__ = ["Judging", "expected_of", "origin_of", "steering_key"]
+
+
+class Judging:
+    """The verdicts of a campaign's cases; ``crashes`` holds what triage confirmed of each
+    crash, ``avoided`` the steering keys behind a known crash or hang (drawn less)."""
+
+    def __init__(
+        self,
+        config: CampaignSettings,
+        out: Path,
+        stats: Stats,
+        emit: Emitter,
+        avoided: set[str],
+        crashes: dict[str, Confirmation],
+    ) -> None:
+        self.config, self.out, self.stats, self.emit = config, out, stats, emit
+        self.avoided = avoided
+        self.crashes = crashes
+        self.first: dict[str, tuple[Case, Path, TargetRun]] = {}  # signature -> to shrink
+        self.decisions = Decisions(config.confirm_tries)  # by (target, signature)
+
+    # -- one case --------------------------------------------------------------------------
+
+    def judge(self, run: TargetRun, result: Result, crashes: set[str]) -> CaseJudged:
+        """The case's verdict on ``run`` (the oracles', the profile's, the replays'), its
+        reproducer if it failed, and its event. A crash (a liveness failure) is one event
+        however many cases it took down, and however often it happens: the first is held,
+        with its count, until the campaign ends; ``crashes`` are the ones this batch already
+        counted."""
+        case, failure = result.case, result.failure
+        verdict = judge_against(
+            run,
+            "fail" if failure is not None else "pass",
+            signature=failure.signature if failure is not None else None,
+            rule=case.spec_ref,
+            operator=case.operator,
+        )
+        signature = failure.signature if failure is not None else ""
+        crash = verdict.verdict == "fail" and failure is not None and failure.oracle == "liveness"
+        if crash and signature in run.crashes:
+            held = run.crashes[signature]
+            if signature not in crashes:  # once per batch: one crash, however many cases
+                held[1] += 1
+                self._count(run, signature, str(held[0].verdict))
+            crashes.add(signature)
+            event: CaseJudged = held[0]
+            return event
+        record_id = new_record_id()
+        reproducer = None
+        said = verdict.verdict
+        extra: dict[str, Any] = dict(verdict.known())
+        if said == "xfail":
+            run.tally.xfails += 1
+            self.stats.xfails += 1
+        elif failure is not None:
+            path, known = self._reproduce(run, result, record_id, crash)
+            reproducer = str(path)
+            said = known.verdict
+            extra = {**extra, "confirmation": known.confirmation.as_record()}
+            self._count(run, signature, said)
+            if said == "flaky":
+                run.tally.confirmations[signature] = known.confirmation.as_record()
+                run.tally.reproducers.setdefault(signature, reproducer)
+            elif known.record_id == record_id:  # the case its replays confirmed: its
+                # reproducer is the signature's (a flaky one's before it is not), and
+                # shrinking starts from it
+                run.tally.confirmations.pop(signature, None)
+                run.tally.reproducers[signature] = reproducer
+                self.first.setdefault(signature, (case, path, run))
+            else:
+                run.tally.reproducers.setdefault(signature, reproducer)
+            if failure.oracle in ("liveness", "hang") and not result.traffic:
+                self.avoided.add(steering_key(case))  # known: time is better spent elsewhere
+        event = CaseJudged(
+            kind="fuzz",
+            target=run.view(),
+            spec_ref=case.spec_ref,
+            expected=expected_of(case),
+            observed=reaction_of(result.outcome),
+            verdict=said,
+            seed=str(self.config.seed),
+            duration_s=result.duration_s,
+            mutation=case.operator,
+            failure=failure.as_record() if failure is not None else None,
+            reproducer=reproducer,
+            record_id=record_id,
+            # the words cost more than the case: only a failure's are read
+            case=repr(case) if failure is not None else case.spec_ref,
+            required=str(case.expected) if failure is not None else "",
+            outcome=str(result.outcome) if failure is not None else "",
+            extra=extra,
+        )
+        if crash:
+            run.crashes[signature] = [event, 1]
+            crashes.add(signature)
+        else:
+            self.emit(event)
+        if reproducer is not None and failure is not None:
+            self.emit(FailureFound(run.label, signature, repr(case), reproducer, said == "flaky"))
+        return event
+
+    def _count(self, run: TargetRun, signature: str, verdict: str) -> None:
+        if verdict == "flaky":
+            run.tally.flaky += 1
+            self.stats.flaky += 1
+            found = run.tally.flaky_signatures
+        else:
+            run.tally.failures += 1
+            self.stats.failures += 1
+            found = run.tally.signatures
+            self.stats.signatures[signature] = self.stats.signatures.get(signature, 0) + 1
+        found[signature] = found.get(signature, 0) + 1
+        self.stats.first_seen.setdefault(signature, self.stats.elapsed)
+
+    # -- reproducers and their replays -----------------------------------------------------
+
+    def _reproduce(
+        self, run: TargetRun, result: Result, record_id: str, crash: bool
+    ) -> tuple[Path, Decided]:
+        """A failure's reproducer (the case's bytes, or a crash's traffic), with what is known
+        of its signature: replayed from this file first where nothing is yet, or where it was
+        flaky and a few of its cases have not been tried."""
+        assert result.failure is not None
+        signature = result.failure.signature
+        key = (run.label, signature)
+        known = self.decisions.get(key)
+        if self.decisions.wanted(key) and not (crash and known is not None):
+            path = self._write(run, result, record_id, {})
+            found = str(result.outcome)
+            if crash:
+                confirmation = self.crashes.get(signature) or Confirmation(1, 1, found)
+            elif self.config.confirm <= 0:
+                confirmation = Confirmation(1, 1, found)  # (asked not to replay)
+            else:
+                data = load_reproducer(path)
+                hang = result.outcome.kind == OutcomeKind.TIMEOUT
+
+                def again() -> Replay:
+                    return replay(data, run.target, timeout=self.config.timeout)
+
+                confirmation = confirm(again, self.config.confirm, found, together=hang)
+            known = self.decisions.decide(key, confirmation, record_id)
+        assert known is not None
+        said = known.said()
+        return self._write(run, result, record_id, said), known
+
+    def _write(self, run: TargetRun, result: Result, record_id: str, more: dict[str, Any]) -> Path:
+        directory = self.out / "reproducers"
+        seed, protocol = str(self.config.seed), self.config.protocol
+        more = {"broker": origin_of(run), "timeout": self.config.timeout, **more}
+        if result.traffic:
+            return write_traffic(
+                directory, result, target=run.target, seed=seed, protocol=protocol,
+                record_id=record_id, more=more,
+            )  # fmt: skip
+        runner = run.runner
+        return write_case(
+            directory, result, target=run.target, seed=seed, protocol=protocol,
+            frame_max=runner.frame_max if runner else 0, record_id=record_id,
+            prefix=runner.prefix if runner else "", more=more,
+        )  # fmt: skip
+
+    # -- several targets -------------------------------------------------------------------
+
+    def compare(
+        self, cases: list[Case], outcomes: dict[str, list[Result]], targets: list[TargetRun]
+    ) -> list[Judged]:
+        """A divergence event for each case the targets reacted to differently; each new
+        divergence run again on every target, alone, before it is reported."""
+        found: list[Judged] = []
+        first = targets[0]
+        for index, case in enumerate(cases):
+            reactions = diverges({label: r[index].outcome for label, r in outcomes.items()})
+            if reactions is None:
+                continue
+            signature = signatures.differential(case, reactions)
+            known = self._divergence(case, signature, reactions, targets)
+            self.stats.divergences += 1
+            for run in targets:
+                run.tally.divergences += 1
+            shown = " | ".join(
+                f"{label}: {r['outcome']} {r['reply_code'] or r['condition'] or ''}".strip()
+                for label, r in reactions.items()
+            )
+            event = DivergenceFound(
+                kind="differential",
+                target=first.view(),
+                spec_ref=case.spec_ref,
+                expected=expected_of(case),
+                observed=reactions[first.label],
+                verdict=known.verdict,
+                seed=str(self.config.seed),
+                mutation=case.operator,
+                failure={"oracle": "differential", "signature": signature, "message": shown},
+                case=repr(case),
+                reactions=reactions,
+                targets=tuple(run.view() for run in targets),
+                extra={"confirmation": known.confirmation.as_record()},
+            )
+            self.emit(event)
+            found.append(event)
+        return found
+
+    def _divergence(
+        self,
+        case: Case,
+        signature: str,
+        reactions: dict[str, dict[str, Any]],
+        targets: list[TargetRun],
+    ) -> Decided:
+        """A divergence's verdict: the case run alone on every target, ``confirm`` times; it
+        stands where the targets still diverge the same way each time."""
+        key = ("", signature)
+        known = self.decisions.get(key)
+        if known is not None and not self.decisions.wanted(key):
+            return known
+        found = " | ".join(_words(r) for r in reactions.values())
+        runs = self.config.confirm
+        if runs <= 0:
+            return self.decisions.decide(key, Confirmation(1, 1, found), "")
+        hits, seen = 0, []
+        for _ in range(runs):
+            outcomes = {run.label: self._alone(run, case) for run in targets}
+            again = diverges(outcomes)
+            same = again is not None and signatures.differential(case, again) == signature
+            hits += same
+            words = " | ".join(_words(reaction_of(o)) for o in outcomes.values())
+            seen.append(words if same else f"{words} (not this divergence)")
+        return self.decisions.decide(key, Confirmation(runs, hits, found, tuple(seen)), "")
+
+    def _alone(self, run: TargetRun, case: Case) -> Outcome:
+        prefix = run.runner.prefix if run.runner else ""
+        return run_alone(
+            case, run.target, self.config.protocol, self.config.timeout, prefix
+        ).outcome
+
+
+def _words(reaction: Mapping[str, Any]) -> str:
+    code = reaction.get("reply_code") or reaction.get("condition")
+    return f"{reaction['outcome']}" + (f" {code}" if code else "")
+
+
+def origin_of(run: TargetRun) -> dict[str, str]:
+    """What a reproducer says of the broker it was found on: the throwaway kind amqpfuzz
+    started (a replay with no target starts one of that kind), its product and version."""
+    kind = getattr(run.broker, "kind", "") or ""
+    return {"kind": kind, "product": run.product, "version": run.version}
+
+
+def expected_of(case: Case) -> dict[str, Any]:
+    """The record contract's ``expected``: the reaction required, and for a close the method
+    at fault (0-9-1's class and method ids, where the case's first frame has them)."""
+    at_fault = None
+    for frame in case.frames:
+        method = getattr(frame, "method", None)
+        if method is not None:
+            at_fault = (method.class_index, method.index)
+            break
+    closing = case.expected.outcome != OutcomeKind.REPLY
+    required = Outcome(case.expected.outcome, case.expected.code)
+    return reaction_of(replace(required, method=at_fault if closing else None))
+
+
+def steering_key(case: Case) -> str:
+    """What steering goes by: a malformed case's operator, a valid case's method."""
+    return case.operator or f"valid {case.spec_ref}"
