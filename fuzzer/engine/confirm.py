@@ -69,13 +69,14 @@ def confirm(
     """Replay a failure ``runs`` times (``again``: one replay of its reproducer) and count
     those that failed with its signature. ``together`` runs them side by side, each on its own
     connection: a hang costs one timeout then, not one per replay. A replay that cannot be
-    made (the broker refused the connection) counts as not reproduced, with the reason."""
+    made (the broker refused the connection) counts neither way, its reason kept; where none
+    could be made, the failure stands as it was seen (:func:`unconfirmed`)."""
 
-    def once(_: int) -> tuple[bool, str]:
+    def once(_: int) -> tuple[bool | None, str]:
         try:
             done = again()
         except AmqpfuzzError as exc:
-            return False, f"could not replay: {exc}"
+            return None, f"not replayed: {exc}"
         if done.reproduced:
             return True, done.observed
         if done.now is not None:
@@ -87,8 +88,11 @@ def confirm(
             outcomes = list(pool.map(once, range(runs)))
     else:
         outcomes = [once(i) for i in range(runs)]
+    made = [(hit, seen) for hit, seen in outcomes if hit is not None]
+    if not made:  # the peer could not be reached at all: the failure stands as seen
+        return unconfirmed(found, outcomes[0][1].removeprefix("not replayed: "))
     return Confirmation(
-        runs, sum(1 for hit, _ in outcomes if hit), found, tuple(seen for _, seen in outcomes)
+        len(made), sum(1 for hit, _ in made if hit), found, tuple(seen for _, seen in outcomes)
     )
 
 

@@ -53,6 +53,32 @@ class Judging:
         self.first: dict[str, tuple[Case, Path, TargetRun]] = {}  # signature -> to shrink
         self.decisions = Decisions(config.confirm_tries)  # by (target, signature)
 
+    def replays(self, results: dict[str, list[Result]], targets: list[TargetRun]) -> bool:
+        """Whether judging ``results`` replays a failure (one outside the profile whose
+        signature is not decided yet, or a divergence): the campaign judges such a batch
+        before it sends the next, so that the replays meet the broker as the batch left it."""
+        if self.config.confirm <= 0:
+            return False
+        for run in targets:
+            for result in results[run.label]:
+                failure, case = result.failure, result.case
+                if failure is None or failure.oracle == "liveness":
+                    continue  # (a crash's replays are its triage's)
+                if not self.decisions.wanted((run.label, failure.signature)):
+                    continue
+                if run.deviation(failure.signature, case.spec_ref, case.operator) is None:
+                    return True
+        if len(targets) > 1:
+            cases = zip(*(results[run.label] for run in targets), strict=True)
+            for each in cases:
+                pairs = zip(targets, each, strict=True)
+                reactions = diverges({run.label: r.outcome for run, r in pairs})
+                if reactions is not None:
+                    key = ("", signatures.differential(each[0].case, reactions))
+                    if self.decisions.wanted(key):
+                        return True
+        return False
+
     # -- one case --------------------------------------------------------------------------
 
     def judge(self, run: TargetRun, result: Result, crashes: set[str]) -> CaseJudged:
@@ -169,8 +195,10 @@ class Judging:
                 data = load_reproducer(path)
                 hang = result.outcome.kind == OutcomeKind.TIMEOUT
 
-                def again() -> Replay:
-                    return replay(data, run.target, timeout=self.config.timeout)
+                created = run.runner.created if run.runner is not None else None
+
+                def again() -> Replay:  # (what it declares: deleted with the run's names)
+                    return replay(data, run.target, timeout=self.config.timeout, created=created)
 
                 confirmation = confirm(again, self.config.confirm, found, together=hang)
             known = self.decisions.decide(key, confirmation, record_id)

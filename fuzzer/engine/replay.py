@@ -172,10 +172,12 @@ def replay(
     *,
     timeout: float = 5.0,
     restart: Callable[[], object] | None = None,
+    created: set[Any] | None = None,
 ) -> Replay:
     """Replay a reproducer (as :func:`~amqpfuzz.fuzzer.records.load_reproducer` reads it)
     against ``target``; ``restart`` kills and restarts it (a throwaway broker), for a program
-    that restarts the broker."""
+    that restarts the broker; ``created``: where a case's names go to be deleted later (else
+    they are deleted at once)."""
     try:
         signature = str(data["failure"]["signature"])
     except (KeyError, TypeError):
@@ -184,15 +186,18 @@ def replay(
         return _replay_program(data, target, signature, timeout, restart)
     if data.get("kind") == "traffic":
         return _replay_traffic(data, target, signature, timeout)
-    return _replay_case(data, target, signature, timeout)
+    return _replay_case(data, target, signature, timeout, created)
 
 
-def _replay_case(data: dict[str, Any], target: Target, signature: str, timeout: float) -> Replay:
+def _replay_case(
+    data: dict[str, Any], target: Target, signature: str, timeout: float, created: set[Any] | None
+) -> Replay:
     """The recorded bytes on a connection of their own, the probe, the same oracles."""
     protocol = str(data.get("protocol", DEFAULT_PROTOCOL))
     case = case_of(data)
     # the run's prefix: what the bytes declare with it is deleted again afterwards
-    result = run_alone(case, target, protocol, timeout, str(data.get("prefix", "")))
+    prefix = str(data.get("prefix", ""))
+    result = run_alone(case, target, protocol, timeout, prefix, created)
     now = result.failure.signature if result.failure is not None else None
     return Replay(signature, now, str(case.expected), str(result.outcome))
 
@@ -216,15 +221,28 @@ def case_of(data: dict[str, Any]) -> Case:
     )
 
 
-def run_alone(case: Case, target: Target, protocol: str, timeout: float, prefix: str) -> Result:
+def run_alone(
+    case: Case,
+    target: Target,
+    protocol: str,
+    timeout: float,
+    prefix: str,
+    created: set[Any] | None = None,
+) -> Result:
     """``case`` on a connection of its own, on a runner of its own (nothing a campaign's runner
-    is sending meanwhile is touched), what it declared under ``prefix`` deleted afterwards."""
+    is sending meanwhile is touched), what it declared under ``prefix`` deleted afterwards; or,
+    given ``created``, added to it for whoever holds it to delete later (a campaign's runner
+    deletes its names once, at its end: a broker that does not answer a delete costs one
+    timeout then, not one per replay)."""
     runner = Runner(target, protocol=protocol, timeout=timeout, in_flight=1, prefix=prefix)
     try:
         return runner.run_alone(case)
     finally:
         runner.close()
-        runner.cleanup()
+        if created is None:
+            runner.cleanup()
+        else:
+            created.update(runner.created)
 
 
 def _level(data: dict[str, Any]) -> str | None:

@@ -91,7 +91,13 @@ def shrink_failures(
             prefix=run.runner.prefix, more=more, name=f"{path.stem}.smaller",
         )  # fmt: skip
         confirmation = confirm(
-            partial(replay, load_reproducer(written), run.target, timeout=config.timeout),
+            partial(
+                replay,
+                load_reproducer(written),
+                run.target,
+                timeout=config.timeout,
+                created=run.runner.created,
+            ),  # fmt: skip
             max(config.confirm, 1),
             str(smallest.outcome),
             together=smallest.outcome.kind == OutcomeKind.TIMEOUT,
