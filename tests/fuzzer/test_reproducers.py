@@ -75,26 +75,35 @@ def test_a_program_reproducer_replays_with_the_command(
     fresh_garagemq: Broker, rabbitmq: Broker, tmp_path: Path
 ) -> None:
     """GarageMQ never answers tx.select: a stateful run finds it, shrinks the program to that
-    one step, and its reproducer replays the hang on GarageMQ (status 1) but not on RabbitMQ,
-    which answers (status 0)."""
+    one step, replays it from its reproducer before it reports it (every time a failure), and
+    the reproducer replays the hang with the command the summary prints (on a URL: GarageMQ's,
+    status 1) but not on RabbitMQ, which answers (status 0). The run is three rounds of
+    programs, not a time: a step that misses the timeout on a loaded machine is flaky (its
+    replays answer), and the rounds after it still find the hang."""
     done = amqpfuzz(
-        "run", "--url", fresh_garagemq.url, "--kind", "stateful", "--duration", "5",
-        "--timeout", "1", "--seed", "3", "--out", str(tmp_path),
+        "run", "--url", fresh_garagemq.url, "--kind", "stateful", "--duration", "120",
+        "--max-examples", "60", "--timeout", "1", "--seed", "3", "--out", str(tmp_path),
     )  # fmt: skip
     assert done.returncode == 1, done.stdout + done.stderr
     failed = [r for r in records_in(tmp_path) if r["verdict"] == "fail"]
     assert failed and {r["kind"] for r in failed} == {"stateful"}
-    # (on a loaded machine another step may miss the one-second timeout too: not this test's)
     signatures = [r["failure"]["signature"] for r in failed]  # type: ignore[index]
     signature = "stateful:timely answer:tx"
     assert signature in signatures, signatures
-    reproducer = str(failed[signatures.index(signature)]["reproducer"])
+    record = failed[signatures.index(signature)]
+    assert record["confirmation"]["rate"] == "3/3"  # type: ignore[index]
+    reproducer = str(record["reproducer"])
     data = load_reproducer(reproducer)
     # shrunk to the step that hangs (and, if the budget ran out first, little before it)
     assert data["kind"] == "program" and data["steps"][-1] == {"step": "tx", "action": "select"}
     assert len(data["steps"]) <= 3, data["steps"]
-    assert f"amqpfuzz replay {reproducer}" in done.stdout  # the summary says how
-    still = amqpfuzz("replay", reproducer, "--url", fresh_garagemq.url, "--timeout", "1")
+    assert data["verdict"] == "fail" and data["timeout"] == 1.0
+    printed = next(line for line in done.stdout.splitlines() if reproducer in line)
+    command = printed.split("│")[-2].strip()  # the summary's replay cell, as printed
+    assert command.endswith(f" replay {reproducer}"), printed
+    still = subprocess.run(  # pasted into a shell here: the file's URL and its timeout (1 s)
+        command, shell=True, capture_output=True, text=True, timeout=120
+    )
     assert still.returncode == 1, still.stdout + still.stderr
     assert f"still failing: {signature}" in still.stdout
     fixed = amqpfuzz("replay", reproducer, "--url", rabbitmq.url, "--timeout", "1")

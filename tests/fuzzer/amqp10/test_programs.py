@@ -145,12 +145,15 @@ def test_exactly_once_where_the_peer_offers_it(peer: Broker) -> None:
 
 
 def test_a_stateful_1_0_run_writes_its_program(tmp_path: Path) -> None:
-    """The Proton example broker breaks an invariant within seconds (a message a closed link
-    held, or a durable message across a restart, lost): the run keeps the program."""
+    """The Proton example broker breaks an invariant in a round of ten programs (a message a
+    closed link held, or a durable message across a restart, lost): the run keeps the
+    program. One round by count, not a time: how many programs a loaded machine fits in a
+    few seconds is not this test's question."""
     done = subprocess.run(
         [AMQPFUZZ, "run", "--kind", "stateful", "--protocol", "1.0", "--broker", "qpid-proton",
-         "--duration", "25", "--timeout", "2", "--seed", "4", "--out", str(tmp_path)],
-        capture_output=True, text=True, timeout=300,
+         "--duration", "600", "--max-examples", "20", "--timeout", "2", "--seed", "2",
+         "--out", str(tmp_path)],
+        capture_output=True, text=True, timeout=600,
     )  # fmt: skip
     assert done.returncode == 1, done.stdout[-2000:] + done.stderr
     reproducers = [json.loads(p.read_text()) for p in (tmp_path / "reproducers").glob("*.json")]
