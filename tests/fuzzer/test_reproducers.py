@@ -54,6 +54,30 @@ def test_a_case_reproducer_replays_with_the_command(rabbitmq: Broker, tmp_path: 
     assert "still failing: reaction:-:unknown-class:connection-close/503->" in again.stdout
 
 
+def test_a_reproducer_found_on_a_throwaway_broker_replays_as_printed(tmp_path: Path) -> None:
+    """GarageMQ goes down on an unknown class (triage replays the case alone, twice, on the
+    restarted broker: confirmed). Its reproducer names the broker it was found on; the replay
+    command the summary prints, pasted into a shell here once that broker is gone, starts a
+    throwaway GarageMQ of its own and still fails (status 1)."""
+    done = amqpfuzz(
+        "run", "--broker", "garagemq", "--operators", "unknown-class", "--valid-share", "0",
+        "--max-examples", "20", "--profile", "none", "--out", str(tmp_path), "--seed", "1",
+    )  # fmt: skip
+    assert done.returncode == 1, done.stdout + done.stderr
+    (record,) = [r for r in records_in(tmp_path) if r["verdict"] == "fail"]
+    assert record["confirmation"]["rate"] == "2/2"  # type: ignore[index]
+    reproducer = str(record["reproducer"])
+    data = load_reproducer(reproducer)
+    assert data["broker"]["kind"] == "garagemq" and data["verdict"] == "fail"
+    printed = next(line for line in done.stdout.splitlines() if reproducer in line)
+    command = printed.split("│")[-2].strip()
+    assert command.endswith(f" replay {reproducer}"), printed
+    again = subprocess.run(command, shell=True, capture_output=True, text=True, timeout=300)
+    assert again.returncode == 1, again.stdout + again.stderr
+    assert "replaying on a throwaway garagemq" in again.stdout
+    assert "still failing: liveness:-:unknown-class:" in again.stdout
+
+
 def test_a_case_past_the_inline_size_is_kept_compressed_and_replays(
     rabbitmq: Broker, tmp_path: Path
 ) -> None:

@@ -10,6 +10,8 @@ case's own words:
 * ``soft N``: the peer closes the channel with code N (``closed N``) and ignores the channel
   until it is opened again;
 * ``hard N``: the peer closes the connection with code N (``conn-closed N`` on channel 0);
+* ``once``: the peer closes the channel with 406 the first time it hears it, then with 404 (a
+  failure that does not happen again: flaky);
 * ``hang``: the peer answers nothing more on the connection;
 * ``crash``: the peer goes down (every socket closed, no more accepted) until restarted;
 * ``ask N``: the peer grants N credit on the channel a moment later (``credit N``); ``ask 0``
@@ -248,6 +250,13 @@ def _wrong(src: Source, ctx: Context) -> Built:
     return Built((Step("soft 406"),), "fake.soft", "closes its channel with another code")
 
 
+@operator(
+    "wrong-once", "a channel's error", "gets 406 where 404 is due, once", ("not-found",), "frame"
+)
+def _wrong_once(src: Source, ctx: Context) -> Built:
+    return Built((Step("once"),), "fake.soft", "closes its channel with another code, once")
+
+
 @operator("hard-error", "the connection", "asks for a connection close", ("frame-error",), "frame")
 def _hard(src: Source, ctx: Context) -> Built:
     return Built((Step("hard 501"),), "fake.hard", "closes its connection")
@@ -406,6 +415,7 @@ class Peer:
         self.down = False
         self.crashed_at: float | None = None
         self.seen: list[str] = []  # every word that came, in order
+        self.heard_once = False  # whether ``once`` came already
         self._listener: socket.socket | None = None
         self._sockets: list[socket.socket] = []
         self._lock = threading.Lock()
@@ -511,6 +521,10 @@ class Peer:
             sock.sendall(word(channel, "probe-ok"))
         elif name == "soft":
             sock.sendall(word(channel, f"closed {frame.code}"))
+            errored.add(channel)
+        elif name == "once":
+            code, self.heard_once = (404 if self.heard_once else 406), True
+            sock.sendall(word(channel, f"closed {code}"))
             errored.add(channel)
         elif name == "hard":
             sock.sendall(word(0, f"conn-closed {frame.code}"))

@@ -1,0 +1,105 @@
+"""Confirmation before report, on the fake family's peer in this process: a failure that happens
+again every time it is replayed from its reproducer is a failure; one that does not is flaky,
+with its rate and what the replays saw, in its records, its reproducer and the summary."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from amqpfuzz.fuzzer.engine.confirm import Confirmation, Decisions, confirm
+from amqpfuzz.fuzzer.engine.events import CaseJudged, RunFinished
+from amqpfuzz.fuzzer.engine.replay import Replay
+from amqpfuzz.fuzzer.records import load_reproducer
+from amqpfuzz.spec import AmqpfuzzError
+from tests.fuzzer.engine.test_campaign import campaign
+from tests.helpers.fake import Peer, registered
+
+WRONG = "reaction:-:wrong-code:channel-close/404->channel-close/406"
+ONCE = "reaction:-:wrong-once:channel-close/404->channel-close/406"
+
+
+@pytest.fixture
+def peer(monkeypatch: pytest.MonkeyPatch) -> Iterator[Peer]:
+    with registered(monkeypatch) as peer:
+        yield peer
+
+
+def judged(events: list[Any]) -> list[CaseJudged]:
+    return [e for e in events if isinstance(e, CaseJudged)]
+
+
+def test_a_failure_that_happens_every_time_is_confirmed_and_one_that_does_not_is_flaky(
+    peer: Peer, tmp_path: Path
+) -> None:
+    run, events = campaign(peer, tmp_path, ("wrong-code", "wrong-once"), 80)
+    run.start()
+    stats = run.run()
+    wrong = [e for e in judged(events) if e.mutation == "wrong-code"]
+    once = [e for e in judged(events) if e.mutation == "wrong-once"]
+    assert wrong and once
+    assert {e.verdict for e in wrong} == {"fail"}
+    first = wrong[0].extra["confirmation"]
+    assert (first["runs"], first["reproduced"], first["rate"]) == (3, 3, "3/3")
+    # the peer gets it wrong the first time only: that case is flaky, the others pass
+    assert [e.verdict for e in once].count("flaky") == 1
+    assert {e.verdict for e in once} == {"flaky", "pass"}
+    flaky = next(e for e in once if e.verdict == "flaky")
+    assert flaky.extra["confirmation"]["rate"] == "0/3"
+    assert flaky.extra["confirmation"]["replays"] == ["channel-close 404"] * 3
+    assert flaky.failure is not None and flaky.failure["signature"] == ONCE
+    # apart in the totals: flaky is not a failure
+    assert stats.signatures == {WRONG: len(wrong)} and stats.flaky == 1
+    (summary,) = next(e for e in events if isinstance(e, RunFinished)).targets
+    assert summary.flaky_signatures == {ONCE: 1} and ONCE not in summary.signatures
+    assert summary.confirmations[ONCE]["rate"] == "0/3"
+    # the reproducers say so, and where they were found
+    data = load_reproducer(flaky.reproducer)  # type: ignore[arg-type]
+    assert data["verdict"] == "flaky" and data["confirmation"]["rate"] == "0/3"
+    assert data["broker"] == {"kind": "fake", "product": "fake", "version": "1"}
+    assert load_reproducer(wrong[0].reproducer)["verdict"] == "fail"  # type: ignore[arg-type]
+
+
+def test_without_confirmation_a_failure_is_reported_as_found(peer: Peer, tmp_path: Path) -> None:
+    run, events = campaign(peer, tmp_path, ("wrong-once",), 30, confirm=0)
+    run.start()
+    stats = run.run()
+    assert [e.verdict for e in judged(events)].count("fail") == 1
+    assert stats.signatures == {ONCE: 1} and stats.flaky == 0
+
+
+def test_a_flaky_signature_becomes_a_failure_when_a_later_case_reproduces_every_time() -> None:
+    decisions = Decisions(tries=3)
+    flaky, sure = Confirmation(3, 1, "x"), Confirmation(3, 3, "x")
+    assert decisions.wanted("s")
+    assert decisions.decide("s", flaky, "r1").verdict == "flaky"
+    assert decisions.wanted("s")  # tried again on a later case
+    decided = decisions.decide("s", sure, "r2")
+    assert (decided.verdict, decided.record_id, decided.tries) == ("fail", "r2", 2)
+    assert not decisions.wanted("s")  # decided for the run
+    for tries, key in enumerate(("t", "t", "t"), 1):
+        decisions.decide(key, flaky, f"r{tries}")
+    assert not decisions.wanted("t") and decisions.get("t").verdict == "flaky"  # type: ignore[union-attr]
+
+
+def test_replays_that_cannot_reach_the_peer_count_neither_way() -> None:
+    def down() -> Replay:
+        raise AmqpfuzzError("cannot connect: Connection refused")
+
+    found = confirm(down, 3, "channel-close 406")
+    assert not found.flaky and found.rate == "1/1"
+    assert found.seen == ("not replayed: cannot connect: Connection refused",)
+    answers = iter([Replay("s", "s", "e", "o"), Replay("s", None, "e", "reply")])
+
+    def mixed() -> Replay:
+        try:
+            return next(answers)
+        except StopIteration:
+            raise AmqpfuzzError("gone") from None
+
+    found = confirm(mixed, 3, "o")
+    assert (found.runs, found.reproduced, found.flaky) == (2, 1, True)
+    assert "reproduced 1/2" in found.in_words() and "reply" in found.in_words()
