@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
-import shlex
 from collections.abc import Iterable, Sequence
 from html import escape
 from typing import Any
 
+from amqpfuzz.fuzzer.records import replay_command as replay_of
 from amqpfuzz.spec import DEFAULT_PROTOCOL, PROTOCOLS, rule_text
 
 from .charts import SET_COLOURS, TREND_COLOURS, bars, heatmap, line_chart, run_chart
@@ -52,6 +52,7 @@ table.modules code{overflow-wrap:normal}
 _HEADLINE = (
     ("cases", "cases", ""),
     ("failures", "failures", "bad"),
+    ("flaky", "flaky (not failures)", ""),
     ("signatures", "failure signatures", ""),
     ("new", "new", "bad"),
     ("regressed", "regressed", "bad"),
@@ -87,7 +88,8 @@ def signature_id(signature: str) -> str:
 
 
 def replay_command(reproducer: str | None) -> str | None:
-    return f"amqpfuzz replay {shlex.quote(reproducer)}" if reproducer else None
+    """The reproducer's replay as it can be pasted into a shell where the report was made."""
+    return replay_of(reproducer) if reproducer else None
 
 
 def _table(headers: Sequence[str], rows: Iterable[Sequence[str]], numeric: set[int]) -> str:
@@ -348,11 +350,36 @@ def _runs(page: Page) -> str:
             _n(r["cases"]),
             _n(r["cases_per_s"]),
             _n(r["failures"]),
+            _n(r.get("flaky") or 0),
         )
         for r in page.runs
     ]
-    headers = ("run", "target", "product", "workers", "seconds", "cases", "cases/s", "failures")
-    return _table(headers, rows, {3, 4, 5, 6, 7})
+    headers = (
+        "run", "target", "product", "workers", "seconds", "cases", "cases/s", "failures", "flaky",
+    )  # fmt: skip
+    return _table(headers, rows, {3, 4, 5, 6, 7, 8})
+
+
+def _flaky(page: Page) -> str:
+    """Failures whose replays did not all fail: not counted as failures, and why."""
+    if not page.flaky:
+        return '<p class="none">No flaky failures tonight.</p>'
+    rows = [
+        (
+            f'<code id="{signature_id(f["signature"])}">{escape(f["signature"])}</code>'
+            f'<div class="msg">{escape(f["oracle"] or "")}: {escape((f["message"] or "")[:300])}'
+            "</div>",
+            escape(", ".join(f["targets"])),
+            _n(f["occurrences"]),
+            escape(f["rate"] or "?"),
+            escape(f"found: {f['observed'] or '?'}; the replays saw: ")
+            + escape("; ".join(f["replays"]) or "?"),
+            f"<code>{escape(replay_command(f['reproducer']) or '')}</code>",
+        )
+        for f in page.flaky
+    ]
+    headers = ("signature", "targets", "tonight", "reproduced", "what differed", "replay")
+    return _table(headers, rows, {2})
 
 
 def _divergences(page: Page) -> str:
@@ -410,12 +437,17 @@ def _targets(page: Page) -> str:
         (
             escape(t["target_label"]),
             escape(f"AMQP {t['target_protocol']}"),
-            *(_n(t[v]) for v in ("pass", "fail", "error", "xfail", "xpass", "skip", "total")),
+            *(
+                _n(t.get(v, 0))
+                for v in ("pass", "fail", "flaky", "error", "xfail", "xpass", "skip", "total")
+            ),
         )
         for t in page.targets
     ]
-    headers = ("target", "protocol", "pass", "fail", "error", "xfail", "xpass", "skip", "cases")
-    return _table(headers, rows, {2, 3, 4, 5, 6, 7, 8})
+    headers = (
+        "target", "protocol", "pass", "fail", "flaky", "error", "xfail", "xpass", "skip", "cases",
+    )  # fmt: skip
+    return _table(headers, rows, {2, 3, 4, 5, 6, 7, 8, 9})
 
 
 def _deviations(page: Page) -> str:
@@ -552,6 +584,11 @@ def render(page: Page) -> str:
         '<h2 id="new">New and regressed failures</h2>',
         _xpass_callout(page),
         _failures(page, ("new", "regressed"), "No new or regressed failures tonight."),
+        '<h2 id="flaky">Flaky failures</h2>',
+        '<p class="sub">Failures that did not happen again every time they were replayed from '
+        "their reproducer (not counted as failures): how often their replays reproduced them, "
+        "and what the replays saw instead.</p>",
+        _flaky(page),
         '<h2 id="deviations">Known deviations</h2>',
         '<p class="sub">The profile entries that matched tonight (xfail: the deviation '
         "happened, as recorded) and the ones that no longer did (xpass).</p>",

@@ -164,6 +164,7 @@ def _tables(
         "scenarios": lambda: tables.collect(tables.scenarios(facts)),
         "coverage": covered,
         "divergences": lambda: tables.collect(tables.divergences(facts)),
+        "flaky": lambda: tables.collect(tables.flaky(facts)),
         "ingest": lambda: (
             tables.ingest_health(ingest) + broker.health(found, measured.dates, measured.latest)
         ),

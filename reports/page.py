@@ -78,6 +78,7 @@ class Page:
     divergences: Rows
     ingest: Rows
     broker: list[BrokerCoverage] = field(default_factory=list)  # per target: its own code
+    flaky: Rows = field(default_factory=list)  # failures whose replays did not all fail
 
 
 def trends(runs: Iterable[Mapping[str, Any]], failing: Mapping[dt.date, int]) -> list[Trend]:
@@ -153,8 +154,8 @@ def _targets(conformance: Rows, default: str) -> Rows:
     sums: dict[tuple[str, str], dict[str, int]] = defaultdict(lambda: defaultdict(int))
     for r in conformance:
         key = (r["target_label"] or "?", r.get("target_protocol") or default)
-        for verdict in ("pass", "fail", "error", "skip", "xfail", "xpass", "total"):
-            sums[key][verdict] += r[verdict]
+        for verdict in ("pass", "fail", "error", "skip", "xfail", "xpass", "flaky", "total"):
+            sums[key][verdict] += r.get(verdict) or 0  # (flaky: none before schema 3)
     return [
         {"target_label": t, "target_protocol": p, **counts}
         for (t, p), counts in sorted(sums.items())
@@ -288,6 +289,7 @@ def build(
     headline: dict[str, float] = {
         "cases": cases,
         "failures": sum(r["failures"] for r in runs),
+        "flaky": sum(r.get("flaky") or 0 for r in runs),
         "errors": sum(r["errors"] for r in runs),
         "signatures": sum(1 for s in signatures if s["occurrences"] > 0),
         "new": statuses.count("new"),
@@ -305,6 +307,7 @@ def build(
         "duplicates": sum(r["duplicates"] for r in ingest),
         "malformed_lines": sum(r["malformed_lines"] for r in ingest),
     }
+    flaky = sorted(tonight("flaky"), key=lambda r: (-r["occurrences"], r["signature"]))
     divergences = sorted(
         tonight("divergences"),
         key=lambda d: (-d["occurrences"], d["spec_ref"] or "", d["target_label"] or ""),
@@ -325,4 +328,5 @@ def build(
         divergences=divergences[:100],
         ingest=ingest,
         broker=_broker(night, tables, broker_history),
+        flaky=flaky,
     )

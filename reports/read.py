@@ -58,6 +58,7 @@ __all__ = [
     "InputFile",
     "ReportInputError",
     "divergence",
+    "flaky_failure",
     "ingest",
     "list_inputs",
     "signed_failure",
@@ -375,6 +376,8 @@ def _detail() -> dict[str, Column]:
         "observed": _reaction("observed"),
         "reproducer_size": F.col("reproducer_size"),
         "case_size": F.col("case_size"),
+        "rate": F.col("confirmation.rate"),
+        "replays": F.array_distinct(F.col("confirmation.replays")),
     }
 
 
@@ -425,6 +428,7 @@ def _flat(lines: DataFrame) -> DataFrame:
         "reproducer",
         "reproducer_size",
         F.length("case").alias("case_size"),
+        "confirmation",
         "ts_us",
         F.round(F.coalesce("duration_s", F.lit(0.0)) * 1e6).cast("long").alias("duration_us"),
     )
@@ -433,6 +437,11 @@ def _flat(lines: DataFrame) -> DataFrame:
 def signed_failure() -> Column:
     """A failure with a signature: what the signatures table counts."""
     return (F.col("verdict") == "fail") & F.col("signature").isNotNull()
+
+
+def flaky_failure() -> Column:
+    """A failure whose replays did not all fail (schema 3): what the flaky table counts."""
+    return (F.col("verdict") == "flaky") & F.col("signature").isNotNull()
 
 
 def divergence() -> Column:
@@ -460,7 +469,8 @@ def _groups(lines: DataFrame, owners: DataFrame | None) -> DataFrame:
     # sort-based aggregation computes. So the records are first grouped by hash, with the
     # fields that choice reads as keys of judged records only (the few): the min then runs
     # over those groups, not over every record.
-    judged = signed_failure() | divergence()  # the records whose reproducer a table shows
+    # the records whose reproducer a table shows
+    judged = signed_failure() | flaky_failure() | divergence()
     detail = [F.when(judged, column).alias(f"_{name}") for name, column in _detail().items()]
     best = F.struct(
         smallest_first("_").alias("order"),
@@ -468,7 +478,7 @@ def _groups(lines: DataFrame, owners: DataFrame | None) -> DataFrame:
         "spec_ref",
         *(
             F.col(f"_{name}").alias(name)
-            for name in ("message", "reproducer", "expected", "observed")
+            for name in ("message", "reproducer", "expected", "observed", "rate", "replays")
         ),
         F.col("target_protocol").alias("protocol"),
     )

@@ -87,6 +87,17 @@ RECORD = _struct(
     ("profile", StringType()),
     ("reason", StringType()),
     ("observed_reply", StringType()),
+    # schema 3: how a failure's replays went (a flaky one's rate and what the replays saw)
+    (
+        "confirmation",
+        _struct(
+            ("runs", LongType()),
+            ("reproduced", LongType()),
+            ("rate", StringType()),
+            ("found", StringType()),
+            ("replays", ArrayType(StringType())),
+        ),
+    ),
 )
 
 # A coverage record (amqpfuzz.fuzzer.records.COVERAGE_FIELDS): a point of the broker's code
@@ -144,7 +155,8 @@ TOTALS = _struct(
     ),
 )
 
-# One count column per verdict, in the contract's order: pass, fail, error, skip, xfail, xpass.
+# One count column per verdict, in the contract's order: pass, fail, error, skip, xfail, xpass,
+# flaky.
 VERDICT_COLUMNS = tuple(VERDICTS)
 
 _NIGHT = ("run_date", DateType())
@@ -169,6 +181,7 @@ TABLES: dict[str, StructType] = {
         ("xfails", LongType()),
         ("xpasses", LongType()),
         ("skips", LongType()),
+        ("flaky", LongType()),
         _NIGHT,
     ),
     "conformance": _struct(
@@ -237,6 +250,24 @@ TABLES: dict[str, StructType] = {
         ("observed_reply", StringType()),
         ("reason", StringType()),
         ("occurrences", LongType()),
+        _NIGHT,
+    ),
+    # flaky failures (their replays did not all fail), per night and signature: how often, on
+    # which targets, the rate its smallest case's replays reproduced it at and what they saw
+    "flaky": _struct(
+        ("signature", StringType()),
+        ("oracle", StringType()),
+        ("spec_ref", StringType()),
+        ("message", StringType()),
+        ("occurrences", LongType()),
+        ("targets", ArrayType(StringType(), containsNull=False)),
+        ("rate", StringType()),
+        ("replays", ArrayType(StringType(), containsNull=False)),
+        ("reproducer", StringType()),
+        ("expected", StringType()),
+        ("observed", StringType()),
+        ("first_seen", TimestampType()),
+        ("last_seen", TimestampType()),
         _NIGHT,
     ),
     "divergences": _struct(

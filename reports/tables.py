@@ -21,7 +21,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, StructField, StructType, TimestampType
 
-from .read import FileStats, Ingest, InputFile, divergence
+from .read import FileStats, Ingest, InputFile, divergence, flaky_failure
 from .schema import TABLES, VERDICT_COLUMNS
 
 __all__ = [
@@ -30,6 +30,7 @@ __all__ = [
     "conformance",
     "deviations",
     "divergences",
+    "flaky",
     "frame",
     "health_row",
     "ingest_health",
@@ -77,6 +78,7 @@ def runs(facts: DataFrame) -> DataFrame:
         _cases_if(F.col("verdict") == "xfail").alias("xfails"),
         _cases_if(F.col("verdict") == "xpass").alias("xpasses"),
         _cases_if(F.col("verdict") == "skip").alias("skips"),
+        _cases_if(F.col("verdict") == "flaky").alias("flaky"),
     )
     duration = (F.col("end_us") - F.col("start_us")) / 1e6
     return grouped.select(
@@ -98,6 +100,7 @@ def runs(facts: DataFrame) -> DataFrame:
         "xfails",
         "xpasses",
         "skips",
+        "flaky",
         "run_date",
     )
 
@@ -167,6 +170,39 @@ def scenarios(facts: DataFrame) -> DataFrame:
         )
         .agg(F.sum("n").alias("occurrences"))
         .select(*TABLES["scenarios"].fieldNames())
+    )
+
+
+def flaky(facts: DataFrame) -> DataFrame:
+    """Flaky failures (their replays did not all fail), per night and signature: how often,
+    where, and of the smallest case the rate its replays reproduced it at and what they saw."""
+    return (
+        facts.filter(flaky_failure())
+        .groupBy("run_date", "signature")
+        .agg(
+            F.sum("n").alias("occurrences"),
+            F.array_sort(F.collect_set("target_label")).alias("targets"),
+            F.min("first_us").alias("first_seen"),
+            F.max("last_us").alias("last_seen"),
+            F.min("best").alias("best"),
+        )
+        .select(
+            "signature",
+            F.col("best.oracle").alias("oracle"),
+            F.col("best.spec_ref").alias("spec_ref"),
+            F.col("best.message").alias("message"),
+            "occurrences",
+            "targets",
+            F.col("best.rate").alias("rate"),
+            F.coalesce(F.col("best.replays"), F.array().cast("array<string>")).alias("replays"),
+            F.col("best.reproducer").alias("reproducer"),
+            F.col("best.expected").alias("expected"),
+            F.col("best.observed").alias("observed"),
+            "first_seen",
+            "last_seen",
+            "run_date",
+        )
+        .select(*TABLES["flaky"].fieldNames())
     )
 
 
