@@ -26,7 +26,7 @@ REPLAYS = {
     "reproduced": 0,
     "rate": "0/3",
     "found": "connection-close 504 CHANNEL_ERROR - expected 'channel.open'",
-    "replays": ["reply exchange.declare-ok", "reply exchange.declare-ok"] + ["timeout"],
+    "replays": ["reply exchange.declare-ok", "reply exchange.declare-ok", "timeout"],
 }
 
 
