@@ -24,7 +24,7 @@ from typing import Any
 from amqpfuzz.spec.amqp091 import Field
 from amqpfuzz.spec.amqp091.asserts import limits
 from amqpfuzz.spec.amqp091.codec import FieldValue
-from amqpfuzz.spec.amqp091.codec.tables import DIALECTS
+from amqpfuzz.spec.amqp091.codec.tables import WRITTEN
 from amqpfuzz.spec.amqp091.model import ZERO_VALUES
 
 from ..source import Source
@@ -157,8 +157,9 @@ def table_key(src: Source) -> str:
 
 @functools.lru_cache(maxsize=64)
 def table_generator(dialect: str, typed: bool, max_depth: int, array: bool = False) -> Gen:
-    """A table (or an array) with entries of every type code of ``dialect``."""
-    codes = tuple(DIALECTS[dialect].items())
+    """A table (or an array) with entries of every type code a peer of ``dialect`` writes
+    (:data:`~amqpfuzz.spec.amqp091.codec.tables.WRITTEN`: RabbitMQ reads 'L', never sends it)."""
+    codes = tuple(WRITTEN[dialect].items())
     scalars = [
         (code, kind, _scalar(kind, typed)) for code, kind in codes if kind not in ("table", "array")
     ]

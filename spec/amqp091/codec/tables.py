@@ -1,17 +1,23 @@
 """Field tables and field arrays, in both dialects of their type codes.
 
-The 0-9-1 specification and RabbitMQ/Qpid (the "errata" that every real broker follows)
-disagree on five letters:
+The 0-9-1 specification's grammar (section 4.2.1) and RabbitMQ/Qpid (the "errata" that every
+real broker follows, https://www.rabbitmq.com/amqp-0-9-1-errata.html section 3) disagree on
+four letters, and RabbitMQ reads one letter of the grammar's that it never writes:
 
-====  =====================  =====================
+====  =====================  ====================================================
 code  ``amqp`` (0-9-1 spec)  ``rabbit``
-====  =====================  =====================
+====  =====================  ====================================================
 s     short string           signed 16-bit
 U     signed 16-bit          (undefined)
 l     unsigned 64-bit        signed 64-bit
-L     signed 64-bit          (undefined)
+L     signed 64-bit          signed 64-bit, read but never written (``WRITTEN``)
 x     (undefined)            byte array
-====  =====================  =====================
+====  =====================  ====================================================
+
+The ``rabbit`` dialect is what RabbitMQ 3.10's ``rabbit_binary_parser:parse_table/1`` decodes
+(``L`` since rabbitmq-server issue 1093); its generator writes every 64-bit integer as ``l``.
+:data:`GRAMMARS` gives the type codes each protocol version's own grammar defines: a code is
+undefined for a peer only if neither its protocol's grammar nor its dialect defines it.
 
 Values decode to plain Python (``bool``, ``int``, ``float``, ``Decimal``, ``str``, ``bytes``,
 ``datetime``, ``dict``, ``list``, ``None``) or, with ``typed=True``, every table and array
@@ -33,10 +39,13 @@ from ...errors import FrameError, LocalProtocolError, SyntaxFieldError
 
 __all__ = [
     "DIALECTS",
+    "GRAMMARS",
     "MAX_DEPTH",
+    "WRITTEN",
     "FieldValue",
     "decode_array",
     "decode_table",
+    "defined_codes",
     "encode_array",
     "encode_table",
     "encode_value",
@@ -84,8 +93,32 @@ _COMMON = {
 
 DIALECTS: dict[str, dict[str, str]] = {
     "amqp": {**_COMMON, "s": "shortstr", "U": "int16", "l": "uint64", "L": "int64"},
-    "rabbit": {**_COMMON, "s": "int16", "l": "int64", "x": "bytes"},
+    "rabbit": {**_COMMON, "s": "int16", "l": "int64", "L": "int64", "x": "bytes"},
 }
+
+# What a dialect's own peers write (tables drawn for a peer of that dialect use these): RabbitMQ
+# reads 'L' but sends every 64-bit integer as 'l' (rabbit_binary_generator).
+WRITTEN: dict[str, dict[str, str]] = {
+    "amqp": DIALECTS["amqp"],
+    "rabbit": {c: k for c, k in DIALECTS["rabbit"].items() if c != "L"},
+}
+
+# The field-value type codes each protocol version's grammar defines. 0-9-1: section 4.2.1
+# (the ``amqp`` dialect). 0-9: S, I, D, T, F and V (the "0-9" column of RabbitMQ's errata,
+# section 3); 0-8 is read as 0-9 (a superset of 0-8's S, I, D, T, F errs towards fewer
+# undefined codes, never towards calling a defined one undefined).
+GRAMMARS: dict[str, frozenset[str]] = {
+    "0-9-1": frozenset(DIALECTS["amqp"]),
+    "0-9": frozenset("SIDTFV"),
+    "0-8": frozenset("SIDTFV"),
+}
+
+
+def defined_codes(protocol: str, dialect: str) -> frozenset[str]:
+    """The type codes a peer of ``dialect`` speaking ``protocol`` may be sent in a table: those
+    its protocol's grammar defines and those its dialect reads. A protocol this module does not
+    know (an extension, ``0-9-1-rabbit``) is read with 0-9-1's grammar, the widest."""
+    return GRAMMARS.get(protocol, GRAMMARS["0-9-1"]) | frozenset(DIALECTS[dialect])
 
 
 @dataclass(frozen=True, slots=True)

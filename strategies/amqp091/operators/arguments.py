@@ -7,7 +7,7 @@ import functools
 from amqpfuzz.spec.amqp091 import Field, Method
 from amqpfuzz.spec.amqp091.asserts import limits, violation
 from amqpfuzz.spec.amqp091.codec import MethodFrame, raw
-from amqpfuzz.spec.amqp091.codec.tables import DIALECTS, MAX_DEPTH
+from amqpfuzz.spec.amqp091.codec.tables import DIALECTS, MAX_DEPTH, defined_codes
 
 from ...operator import Built, Operator, registrar
 from ..context import CODES, Context
@@ -271,13 +271,16 @@ def bad_utf8(src: Source, ctx: Context) -> Built:
 @operator(
     "table-type",
     "field table",
-    "uses a field-table type code the dialect does not define",
+    "uses a field-table type code neither the grammar nor the broker's dialect defines",
     ("syntax-error",),
     "frame",
 )
 def bad_table_type(src: Source, ctx: Context) -> Built:
+    """An entry whose type code is undefined for the peer: a code its protocol's grammar
+    defines (0-9-1's 'U', 'L') or its dialect reads (RabbitMQ's 'x', 's' as a short integer)
+    is a valid entry, whatever the other reading says."""
     frame, index, fld = _pick_field(src, ctx, _TABLES)
-    known = frozenset(ord(c) for c in DIALECTS[ctx.codec.dialect])
+    known = frozenset(ord(c) for c in defined_codes(ctx.spec.protocol, ctx.codec.dialect))
     code = bytes((src.pick(bytes_except(known)),))
     table = raw.table([raw.TableEntry(b"key", code, src.take(src.below(9)))])
     step = _field_step(ctx, frame, index, table, f"{fld.name} entry of type code {code!r}")

@@ -25,7 +25,13 @@ from amqpfuzz.spec.amqp091.codec import (
     encode_table,
     raw,
 )
-from amqpfuzz.spec.amqp091.codec.tables import MAX_DEPTH
+from amqpfuzz.spec.amqp091.codec.tables import (
+    DIALECTS,
+    GRAMMARS,
+    MAX_DEPTH,
+    WRITTEN,
+    defined_codes,
+)
 from amqpfuzz.spec.errors import (
     FrameError,
     SyntaxFieldError,
@@ -75,7 +81,7 @@ def test_plain_tables_round_trip_to_equal_values(dialect: str, table: dict[str, 
     assert decoded == table
 
 
-def test_dialects_disagree_on_the_five_letters() -> None:
+def test_dialects_disagree_on_four_letters() -> None:
     int16 = {"n": FieldValue("U", -2)}
     assert encode_table(int16, "amqp") == b"\x00\x00\x00\x05\x01nU\xff\xfe"
     with pytest.raises(LocalProtocolError, match="'U' is not defined in the rabbit dialect"):
@@ -92,6 +98,33 @@ def test_dialects_disagree_on_the_five_letters() -> None:
         encode_table({"n": big}, "rabbit")
     assert encode_table({"b": b"\x00"}, "rabbit")[6:7] == b"x"
     assert encode_table({"b": b"\x00"}, "amqp")[6:7] == b"S"
+
+
+# 'L' as RabbitMQ 3.10.8's rabbit_binary_parser:parse_table/1 reads it (Value:64/signed, the
+# grammar's long-long-int, section 4.2.1), and 'U', which it has no clause for
+_PARSE_TABLE = frozenset("STbBsuIidflLtDFAxV")
+
+
+def test_the_rabbit_dialect_reads_what_rabbitmq_decodes() -> None:
+    assert frozenset(DIALECTS["rabbit"]) == _PARSE_TABLE
+    signed = b"\x00\x00\x00\x0b\x01nL\xff\xff\xff\xff\xff\xff\xff\xfe"
+    assert decode_table(signed, 0, "rabbit")[0] == {"n": -2}
+    assert decode_table(signed, 0, "amqp")[0] == {"n": -2}  # the grammar's long-long-int too
+    typed, _ = decode_table(signed, 0, "rabbit", typed=True)
+    assert typed == {"n": FieldValue("L", -2)}
+    assert encode_table(typed, "rabbit") == signed
+    # what RabbitMQ writes (rabbit_binary_generator): every 64-bit integer as 'l', never 'L'
+    assert "L" not in WRITTEN["rabbit"] and "L" in WRITTEN["amqp"]
+    assert encode_table({"n": -(2**40)}, "rabbit")[6:7] == b"l"
+
+
+def test_a_code_is_undefined_only_where_grammar_and_dialect_both_leave_it_out() -> None:
+    assert GRAMMARS["0-9-1"] == frozenset(DIALECTS["amqp"])
+    rabbit = defined_codes("0-9-1", "rabbit")
+    assert {"L", "U", "l", "s", "x"} <= rabbit  # 'U' the grammar's, 'x' RabbitMQ's
+    assert defined_codes("0-9-1-rabbit", "rabbit") == rabbit
+    assert defined_codes("0-9", "rabbit") == frozenset(DIALECTS["rabbit"])  # 0-9 adds none
+    assert "U" not in defined_codes("0-8", "rabbit") and "x" not in defined_codes("0-9", "amqp")
 
 
 def test_content_header_and_bodies_split_by_frame_max() -> None:
