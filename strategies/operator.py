@@ -6,8 +6,10 @@ requires in answer, by their names in the specification (0-9-1's reply-code cons
 error conditions, 0-10's close, detach and execution codes). A family says how those names are
 found in its model (a :class:`CodeBook`); what an error closes is the code's own scope (0-9-1's
 hard and soft errors) unless the operator names one (``scope``): a :class:`~amqpfuzz.spec.Scope`,
-``socket`` (the peer answers with its own protocol header and closes the socket) or ``ignore``
-(the specification says the peer ignores what was sent). Where the specification says a frame is
+``socket`` (the peer answers with its own protocol header and closes the socket), ``silent``
+(the peer closes the socket without sending anything more; the operator's codes are then only
+the category our own decoder gives the case) or ``ignore`` (the specification says the peer
+ignores what was sent). Where the specification says a frame is
 wrong but names no reaction, ``or_reply`` marks that accepting it is conformant too (the peer must
 stay up). Its ``build`` reads the valid frames it starts from, and how it breaks them, from a
 :class:`~.source.Source`.
@@ -43,6 +45,7 @@ class Special(StrEnum):
     """Reactions that close no scope with a code."""
 
     SOCKET = "socket"  # the peer's own protocol header, then the socket closed
+    SILENT = "silent"  # the socket closed without any further data (no close, no header)
     IGNORE = "ignore"  # the peer ignores what was sent: the case is answered as if valid
 
 
@@ -158,6 +161,8 @@ def _reaction(operator: Operator, spec: Any, names: tuple[str, ...]) -> Reaction
         return Reaction.reply()
     if operator.scope is Special.SOCKET:
         return Reaction(OutcomeKind.SOCKET_CLOSE, responses=("protocol header",))
+    if operator.scope is Special.SILENT:
+        return Reaction(OutcomeKind.SOCKET_CLOSE)
     if not operator.codes and not names and isinstance(operator.scope, Scope):
         return Reaction(operator.scope.close)  # a close the case asked for: no code required
     codes = operator.codes_in(spec, names or None)

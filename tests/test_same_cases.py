@@ -20,9 +20,9 @@ from amqpfuzz.strategies import case_builder
 BLOBS = {"0-9-1": 512, "0-9": 512, "0-8": 512, "1.0": 512, "0-10": 512}
 PREFIX = "amqpfuzz-golden-"
 DIGESTS = {
-    "0-9-1": "d8cc023b4d4ad8e061eccc0b245130c133946b2a014d1c480a44d1d0b313f6bf",
-    "0-9": "6031b103805aff26bc64d6dd8c281ab507d08eb5e81c88f83b0c4c415774e098",
-    "0-8": "17e646192751ca8d1a90c80328f82e92dad40ed1d46c3fa527fbfbe49790a153",
+    "0-9-1": "f322b376cbe31d4f2b166aa9ea86e5fda9c70366c3e971bc154ee000ed4f30b0",
+    "0-9": "a1884e7568a87b73c63b809b53b9e04b521c2aeaa5a438a78dfa9516ddb9ef7c",
+    "0-8": "d7e21266f667ccfd11e48666012abc04005161e41e349d647b7a8ee35941eb5a",
     "1.0": "4d2eca799ab5bc9ff2f4be989f6f704c2eef7795fac413547ad09d55a683fe02",
     "0-10": "6668f901a9e36fe300a01b6fee01ec616691d3c83100ad257001c2e5965ad16d",
 }

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from amqpfuzz import strategies as afs
+from amqpfuzz.spec.amqp091 import load
 from amqpfuzz.spec.amqp091.codec.tables import DIALECTS, GRAMMARS
 from amqpfuzz.strategies import Case
 from amqpfuzz.strategies.amqp091.family import FAMILY
@@ -41,3 +42,41 @@ def test_table_type_sends_a_code_neither_the_grammar_nor_the_dialect_defines(
     assert not codes & defined, sorted(codes & defined)
     if protocol.startswith("0-9-1"):
         assert not codes & {"L", "U", "l", "s", "x"}
+
+
+@pytest.mark.parametrize("name", ["frame-end", "size-larger", "size-smaller", "unknown-frame-type"])
+def test_a_fatal_framing_error_closes_the_socket_without_a_word(name: str) -> None:
+    # section 4.2.3: a frame-end that is not 0xCE (where a lying size field puts another octet)
+    # or an undefined frame type is "a fatal protocol error": the connection is closed
+    # "without sending any further data on it", not with connection.close 501
+    spec = load("0-9-1")
+    op = next(o for o in afs.operators() if o.name == name)
+    reaction = op.reaction(spec)
+    assert reaction.outcome == "socket-close"
+    assert not reaction.codes and not reaction.responses and not reaction.tolerated
+    assert not reaction.accepts("connection-close", 501)
+    assert reaction.accepts("socket-close", None)
+
+
+@pytest.mark.parametrize("protocol", ["0-9-1", "0-9", "0-8"])
+def test_unknown_frame_type_sends_no_type_the_specification_defines(protocol: str) -> None:
+    # 0-8 and 0-9 define out-of-band method, header and body frames and trace frames (4 to 7);
+    # the 0-9-1 document's section 4.2.3 lists type 4 as its heartbeat (its XML says 8)
+    defined = {1, 2, 3, 4, 8} | ({5, 6, 7} if protocol != "0-9-1" else set())
+    kinds = {
+        int(c.note.removeprefix("frame type ")) for c in _cases("unknown-frame-type", protocol)
+    }
+    assert len(kinds) > 100
+    assert not kinds & defined, sorted(kinds & defined)
+
+
+@pytest.mark.parametrize("protocol", ["0-9-1", "0-9", "0-8"])
+def test_a_heartbeat_on_a_channel_expects_the_codes_the_sections_name(protocol: str) -> None:
+    # 4.2.7: "A peer that receives an invalid heartbeat frame MUST raise a connection exception
+    # with reply code 501 (frame error)"; 4.2.3: a non-zero channel on a heartbeat frame, 503
+    spec = load(protocol)
+    op = next(o for o in afs.operators(protocol) if o.name == "heartbeat-channel")
+    reaction = op.reaction(spec)
+    assert reaction.outcome == "connection-close"
+    assert [c.value for c in reaction.codes] == [501, 503]
+    assert not reaction.accepts("connection-close", 505)

@@ -13,7 +13,7 @@ from amqpfuzz.spec import RemoteProtocolError, protocols_of
 from amqpfuzz.spec.amqp091 import load
 from amqpfuzz.spec.amqp091.codec import Frame, Heartbeat, MethodFrame, codec_for
 from amqpfuzz.spec.amqp091.state import SequenceChecker
-from amqpfuzz.strategies import CASE_CHANNEL, Case
+from amqpfuzz.strategies import CASE_CHANNEL, Case, Special
 from amqpfuzz.strategies.amqp091.operators import handshake
 
 FRAME_MAX = 4096
@@ -36,6 +36,11 @@ OPERATORS = [
     for op in afs.operators(p)
     if op.name not in CONNECTION
 ]
+# Our codec calls a heartbeat on a channel unexpected-frame (spec/amqp091/codec/codec.py, and
+# the sequence checker in spec/amqp091/state.py alike); sections 4.2.7 and 4.2.3 name 501
+# frame-error and 503 command-invalid, which the operator now expects. Strict: when the codec
+# follows the specification, this passes and the mark must go.
+CODEC_DISAGREES = {"heartbeat-channel"}
 HANDSHAKE = [(p, n) for p in protocols_of("amqp091") for n in sorted(CONNECTION)]
 
 
@@ -56,7 +61,23 @@ def _judge(protocol: str, case: Case) -> str:
     return f"checker:{verdict.code}" if verdict is not None else "accepted"
 
 
-@pytest.mark.parametrize(("protocol", "name"), OPERATORS, ids=[f"{p}:{n}" for p, n in OPERATORS])
+@pytest.mark.parametrize(
+    ("protocol", "name"),
+    [
+        pytest.param(
+            p,
+            n,
+            marks=pytest.mark.xfail(
+                reason="the codec's category for a heartbeat on a channel is not the spec's",
+                strict=True,
+            ),
+        )
+        if n in CODEC_DISAGREES
+        else (p, n)
+        for p, n in OPERATORS
+    ],
+    ids=[f"{p}:{n}" for p, n in OPERATORS],
+)
 def test_every_malformed_case_is_refused_as_its_operator_says(protocol: str, name: str) -> None:
     op = next(o for o in afs.operators(protocol) if o.name == name)
     expected = op.names_in(load(protocol))[0]
@@ -75,6 +96,9 @@ def test_every_malformed_case_is_refused_as_its_operator_says(protocol: str, nam
         else:  # a rule of the spec, broken: only a broker can tell, the frames are sound
             assert judged == "accepted", case
             assert spec.rule(case.spec_ref).on_failure == case.expected.codes[0].name
+        if op.scope is Special.SILENT:  # closed without a word: the code is our decoder's
+            assert case.expected.outcome == "socket-close" and not case.expected.codes, case
+            return
         # the code a case expects is its operator's, or the one a rule on its field names
         first = case.expected.codes[0].name
         if first != expected:
@@ -101,6 +125,10 @@ def test_the_catalogue() -> None:
             assert op.name in CONNECTION and reaction.outcome == "socket-close"
             assert not reaction.codes and reaction.code is None
             continue
+        if op.scope is Special.SILENT:  # 4.2.3: closed "without sending any further data"
+            assert reaction.outcome == "socket-close" and not reaction.responses
+            assert not reaction.codes and not reaction.tolerated
+            continue
         first = spec.constant(op.names_in(spec)[0])
         assert reaction.codes[0] is first
         # hard or soft comes from the constant's class in the XML, not from the operator
@@ -112,8 +140,11 @@ def test_reactions_come_from_the_spec_model() -> None:
     spec = load("0-9-1")
     reopen = next(op for op in afs.operators() if op.name == "channel-reopen")
     assert spec.rule("channel.open/state").on_failure == reopen.names_in(spec)[0] == "channel-error"
+    oversized = next(op for op in afs.operators() if op.name == "above-frame-max")
+    assert str(oversized.reaction(spec)) == "connection-close 501 frame-error"
+    # section 4.2.3: a frame-end that is not 0xCE is closed "without sending any further data"
     frame_end = next(op for op in afs.operators() if op.name == "frame-end")
-    assert str(frame_end.reaction(spec)) == "connection-close 501 frame-error"
+    assert str(frame_end.reaction(spec)) == "socket-close"
     # 0-8 has no unexpected-frame constant: the operators that need it do not apply there
     names_08 = {op.name for op in afs.operators("0-8")}
     assert "header-alone" not in names_08 and "frame-end" in names_08
@@ -186,7 +217,7 @@ def test_a_case_repr_names_method_arguments_and_mutation() -> None:
     text = repr(case)
     assert text.startswith("frame-end [queue.declare]")
     assert "queue.declare(ch=N, queue=" in text and "with frame-end 0x" in text
-    assert text.endswith("expect connection-close 501 frame-error")
+    assert text.endswith("expect socket-close")
 
 
 def test_the_catalogue_keeps_its_order() -> None:
