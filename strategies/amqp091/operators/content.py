@@ -62,6 +62,9 @@ def _sequence(ctx: Context, frames: list[Frame]) -> tuple[WireFrame, ...]:
     "sequence",
 )
 def header_class(src: Source, ctx: Context) -> Built:
+    """Section 4.2.6.1 answers an invalid class-id with 501 frame-error; section 4.2.6 counts
+    "wrong class IDs in content headers" among badly formatted content, 505 unexpected-frame:
+    either, where the spec defines the code (0-8 and 0-9 have no unexpected-frame)."""
     publish, frames = _content(src, ctx, plain=True)
     header = frames[0]
     assert isinstance(header, ContentHeader)
@@ -70,7 +73,9 @@ def header_class(src: Source, ctx: Context) -> Built:
     broken = wire._replace(payload=raw.short(other) + wire.payload[2:], note=f"with class {other}")
     steps = (ctx.wire(publish), broken, *_sequence(ctx, frames[1:]))
     note = f"header class {other} after {publish.method.class_name}"
-    return Built(steps, publish.name, note, frames=(publish,))
+    defined = CODES.names(ctx.spec)
+    codes = tuple(c for c in ("frame-error", "unexpected-frame") if c in defined)
+    return Built(steps, publish.name, note, frames=(publish,), codes=codes)
 
 
 @operator(

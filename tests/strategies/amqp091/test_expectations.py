@@ -80,3 +80,23 @@ def test_a_heartbeat_on_a_channel_expects_the_codes_the_sections_name(protocol: 
     assert reaction.outcome == "connection-close"
     assert [c.value for c in reaction.codes] == [501, 503]
     assert not reaction.accepts("connection-close", 505)
+
+
+@pytest.mark.parametrize(("protocol", "codes"), [("0-9-1", [501, 505]), ("0-8", [501])])
+def test_a_header_of_another_class_may_be_answered_as_either_section_says(
+    protocol: str, codes: list[int]
+) -> None:
+    # 4.2.6.1: an invalid class-id, 501 frame-error; 4.2.6: "wrong class IDs in content
+    # headers" are badly formatted content, 505 unexpected-frame (a code 0-8 does not define)
+    for case in _cases("header-class", protocol)[:50]:
+        assert case.expected.outcome == "connection-close"
+        assert [c.value for c in case.expected.codes] == codes
+
+
+def test_a_connection_method_on_a_channel_expects_what_section_4_2_3_names() -> None:
+    # "A peer that receives a non-zero channel number for one of these frames MUST signal a
+    # connection exception with reply code 503 (command invalid)": not 504 channel-error
+    op = next(o for o in afs.operators() if o.name == "connection-on-channel")
+    reaction = op.reaction(load("0-9-1"))
+    assert [c.value for c in reaction.codes] == [503]
+    assert not reaction.accepts("connection-close", 504)
