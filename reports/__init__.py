@@ -6,6 +6,6 @@ fuzzer's engine.
 """
 
 from .job import Summary, run
-from .read import ReportInputError
+from .listing import ReportInputError
 
 __all__ = ["ReportInputError", "Summary", "run"]

@@ -39,7 +39,8 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame, Row, SparkSession, Window
 from pyspark.sql import functions as F
 
-from .read import FileStats, InputFile, utc_date
+from .listing import InputFile
+from .read import FileStats, utc_date
 from .schema import COVERAGE
 from .tables import Rows, collect, health_row, read_table, rejected
 

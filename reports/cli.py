@@ -19,7 +19,7 @@ from amqpfuzz.fuzzer.spark import DEFAULT_MASTER, local_session, remote_session
 from amqpfuzz.spec import AmqpfuzzError
 
 from .job import Summary, is_local, local_path, run
-from .read import SETTLE, ReportInputError
+from .listing import SETTLE, ReportInputError
 
 __all__ = ["ReportFailed", "SparkFailed", "execute", "report_command"]
 

@@ -28,7 +28,7 @@ from typing import Any
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from .read import signed_failure
+from .facts import signed_failure
 
 __all__ = ["Sighting", "Status", "as_rows", "collect_sightings", "night_signatures", "statuses"]
 

@@ -24,7 +24,7 @@ import click  # noqa: E402
 from pyspark.sql import SparkSession  # noqa: E402
 
 from amqpfuzz.reports.cli import execute  # noqa: E402
-from amqpfuzz.reports.read import SETTLE  # noqa: E402
+from amqpfuzz.reports.listing import SETTLE  # noqa: E402
 
 
 @click.command()

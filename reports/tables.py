@@ -21,7 +21,9 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, StructField, StructType, TimestampType
 
-from .read import FileStats, Ingest, InputFile, divergence, flaky_failure
+from .facts import divergence, flaky_failure
+from .listing import InputFile
+from .read import FileStats, Ingest
 from .schema import TABLES, VERDICT_COLUMNS
 
 __all__ = [
