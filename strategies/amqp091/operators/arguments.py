@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 
-from amqpfuzz.spec.amqp091 import Field, Method
+from amqpfuzz.spec.amqp091 import AmqpClass, Field, Method
 from amqpfuzz.spec.amqp091.asserts import limits, violation
 from amqpfuzz.spec.amqp091.codec import MethodFrame, raw
 from amqpfuzz.spec.amqp091.codec.tables import DIALECTS, MAX_DEPTH, defined_codes
@@ -61,7 +61,9 @@ def trailing(src: Source, ctx: Context) -> Built:
     "frame",
 )
 def unknown_class(src: Source, ctx: Context) -> Built:
-    known = {c.index for c in ctx.spec.classes}
+    """A class id no class of the specification has, nor of the extension the broker speaks
+    (RabbitMQ's confirm class), and not 0: the grammar's class-id is %x00.01-%xFF.FF."""
+    known = {0, *(c.index for c in _classes(ctx))}
     class_id = src.between(0, 0xFFFF)
     while class_id in known:
         class_id = (class_id + 1) & 0xFFFF
@@ -81,9 +83,11 @@ def unknown_class(src: Source, ctx: Context) -> Built:
     "frame",
 )
 def unknown_method(src: Source, ctx: Context) -> Built:
+    """A method id its class has neither in the specification nor in the extension the broker
+    speaks (RabbitMQ's basic.nack, exchange.bind), and not 0 (the grammar's %x00.01-%xFF.FF)."""
     classes = tuple(c for c in ctx.spec.classes if c.handler == "channel" and c.name != "channel")
     amqp_class = src.pick(classes)
-    known = {m.index for m in amqp_class.methods}
+    known = {0, *(m.index for c in _classes(ctx) if c.index == amqp_class.index for m in c.methods)}
     method_id = src.between(0, 0xFFFF)
     while method_id in known:
         method_id = (method_id + 1) & 0xFFFF
@@ -91,6 +95,13 @@ def unknown_method(src: Source, ctx: Context) -> Built:
     payload = raw.method_payload(amqp_class.index, method_id)
     step = WireFrame(ctx.codec.frame_method, CASE_CHANNEL, payload, note=label)
     return Built((step,), f"{amqp_class.name}.?", "unknown method id")
+
+
+def _classes(ctx: Context) -> tuple[AmqpClass, ...]:
+    """The classes the broker knows: the specification's, and its extension's where it speaks
+    one (the broker's dialect, from its profile)."""
+    extended = ctx.extended.spec.classes if ctx.extended is not None else ()
+    return (*ctx.spec.classes, *extended)
 
 
 def _pick_field(

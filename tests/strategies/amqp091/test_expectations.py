@@ -100,3 +100,33 @@ def test_a_connection_method_on_a_channel_expects_what_section_4_2_3_names() -> 
     reaction = op.reaction(load("0-9-1"))
     assert [c.value for c in reaction.codes] == [503]
     assert not reaction.accepts("connection-close", 504)
+
+
+def _ids(case: Case) -> tuple[int, int]:
+    """The class and method ids a case's (single) method frame carries."""
+    payload = case.steps[0].payload  # type: ignore[attr-defined]
+    return int.from_bytes(payload[:2], "big"), int.from_bytes(payload[2:4], "big")
+
+
+def test_unknown_class_and_method_are_unknown_to_the_broker_and_in_the_grammar() -> None:
+    # a broker that speaks RabbitMQ's extension (its profile says so) knows class 85 (confirm)
+    # and basic.nack, exchange.bind and unbind; and the grammar's ids run from 1 (4.2.1)
+    ctx = FAMILY.context("0-9-1", frame_max=FRAME_MAX, traffic={"extension": True})
+    assert ctx.extended is not None
+    unknown_class = next(o for o in afs.operators() if o.name == "unknown-class")
+    for class_id in (0, 85):
+        case = unknown_class.case(Source(class_id.to_bytes(2, "big") + bytes(40)), ctx)
+        assert _ids(case)[0] not in {0, 85, *(c.index for c in ctx.spec.classes)}
+    unknown_method = next(o for o in afs.operators() if o.name == "unknown-method")
+    classes = [c for c in ctx.spec.classes if c.handler == "channel" and c.name != "channel"]
+    extension = {c.index: c for c in ctx.extended.spec.classes}
+    for place, amqp_class in enumerate(classes):
+        wider = extension.get(amqp_class.index)
+        for method_id in (0, *(m.index for m in (wider.methods if wider else ()))):
+            blob = bytes((place,)) + method_id.to_bytes(2, "big") + bytes(40)
+            class_id, drawn = _ids(unknown_method.case(Source(blob), ctx))
+            assert class_id == amqp_class.index and drawn != 0
+            assert drawn not in {m.index for m in (wider or amqp_class).methods}, (
+                amqp_class.name,
+                drawn,
+            )
