@@ -19,6 +19,7 @@ each operator says how it reads the text.
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from enum import StrEnum
@@ -26,6 +27,7 @@ from typing import Any, TypeVar
 
 from amqpfuzz.spec import OutcomeKind, Scope
 from amqpfuzz.spec.amqp091 import Spec
+from amqpfuzz.spec.amqp091.asserts import violation
 from amqpfuzz.spec.amqp091.codec import ProtocolHeader
 
 from ...cases import ErrorCode, Placement, Reaction
@@ -196,6 +198,17 @@ def _start_ok(
         response=response,
         locale="en_US",
     )
+
+
+def _vhost(src: Source, ctx: Context) -> str:
+    """A virtual host nobody made, that connection.open's asserts allow (0-8's and 0-9's
+    ``^[a-zA-Z0-9/-_]+$`` and their path syntax, which starts with "/"), so that its being
+    unknown is all that is wrong with it."""
+    name = ctx.fresh_name(src, "vhost-")
+    fld = next(f for f in ctx.spec.method("connection.open").fields if f.name == "virtual-host")
+    if violation(fld.asserts, name) is None:
+        return name
+    return "/" + re.sub(r"[^a-zA-Z0-9_]", "_", name)
 
 
 def _login(src: Source, ctx: Context) -> bytes:
@@ -392,7 +405,7 @@ def tune_out_of_range(src: Source, ctx: Context) -> Built:
     "rule",
 )
 def unknown_vhost(src: Source, ctx: Context) -> Built:
-    vhost = ctx.fresh_name(src, "vhost-")
+    vhost = _vhost(src, ctx)
     steps = (_tune_ok(ctx), _method(ctx, "connection.open", virtual_host=vhost))
     return Built(
         steps, "connection.open/virtual-host", "a virtual host nobody made", Placement.START
@@ -471,7 +484,7 @@ def handshake_again(src: Source, ctx: Context) -> Built:
     if way == 1:
         again = _tune_ok(ctx)
     elif way == 2:
-        again = _method(ctx, "connection.open", virtual_host=ctx.fresh_name(src, "vhost-"))
+        again = _method(ctx, "connection.open", virtual_host=_vhost(src, ctx))
     elif way == 3:
         again = _method(ctx, "connection.secure-ok", response=_login(src, ctx))
     else:

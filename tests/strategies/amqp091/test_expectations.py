@@ -12,6 +12,8 @@ import pytest
 
 from amqpfuzz import strategies as afs
 from amqpfuzz.spec.amqp091 import load
+from amqpfuzz.spec.amqp091.asserts import violation
+from amqpfuzz.spec.amqp091.codec import MethodFrame, codec_for
 from amqpfuzz.spec.amqp091.codec.tables import DIALECTS, GRAMMARS
 from amqpfuzz.strategies import Case
 from amqpfuzz.strategies.amqp091.family import FAMILY
@@ -130,3 +132,21 @@ def test_unknown_class_and_method_are_unknown_to_the_broker_and_in_the_grammar()
                 amqp_class.name,
                 drawn,
             )
+
+
+@pytest.mark.parametrize("protocol", ["0-9-1", "0-9", "0-8"])
+@pytest.mark.parametrize("name", ["unknown-vhost", "handshake-again"])
+def test_a_virtual_host_nobody_made_breaks_no_assert(protocol: str, name: str) -> None:
+    # 0-8's and 0-9's connection.open asserts ^[a-zA-Z0-9/-_]+$ on its path: a name with a '-'
+    # would be a syntax error before it is an unknown virtual host (402 invalid-path)
+    codec = codec_for(protocol)
+    fld = next(f for f in codec.spec.method("connection.open").fields if f.name == "virtual-host")
+    opened = 0
+    for case in _cases(name, protocol)[:300]:
+        reader = codec.reader(check_asserts=False)
+        reader.feed(codec.spec.protocol_header)
+        for frame in reader.feed(case.render(1)):
+            if isinstance(frame, MethodFrame) and frame.name == "connection.open":
+                opened += 1
+                assert violation(fld.asserts, frame.arguments["virtual_host"]) is None, case
+    assert opened > 50
