@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Collection, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any, Protocol, TypeVar
 
@@ -70,8 +70,10 @@ class Context(Protocol):
 class Built:
     """What an operator's build function returns: the broken steps, the member of the spec
     they are about (a rule, for an operator that breaks rules), a note, where the case runs
-    (:attr:`Case.placement`), the valid frames they came from (0-9-1) and, where the
-    specification names a more specific code for this case, its name (0-9-1)."""
+    (:attr:`Case.placement`), the valid frames they came from (0-9-1), where the
+    specification names a more specific code for this case, its name (0-9-1), and the closes
+    it also allows this case (``tolerated``: another scope the text names, a code a value the
+    case cannot know may call for)."""
 
     steps: tuple[Step, ...]
     spec_ref: str
@@ -79,6 +81,7 @@ class Built:
     placement: Placement = Placement.OPEN
     frames: tuple[Any, ...] = ()
     codes: tuple[str, ...] = ()
+    tolerated: tuple[Code, ...] = ()
 
 
 BuildFn = Callable[[Source, Any], Built]
@@ -142,9 +145,12 @@ class Operator:
     def case(self, src: Source, context: Context) -> Case:
         """One malformed case made by this operator, read from ``src``."""
         built = self.build(src, context)
+        expected = self.reaction(context.spec, built.codes)
+        if built.tolerated:
+            expected = replace(expected, tolerated=(*expected.tolerated, *built.tolerated))
         return Case(
             steps=built.steps,
-            expected=self.reaction(context.spec, built.codes),
+            expected=expected,
             spec_ref=built.spec_ref,
             operator=self.name,
             placement=built.placement,

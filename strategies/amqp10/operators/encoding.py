@@ -179,7 +179,8 @@ def unknown_descriptor(src: Source, ctx: Context) -> Built:
 
 @operator(
     "descriptor-type",
-    "a descriptor that is neither a symbol nor a ulong (types 1.5 descriptors)",
+    "a descriptor that is neither a symbol nor a ulong (types 1.5: not syntactically invalid, "
+    "but reserved; so it describes no performative, and transport 2.3.2 wants one)",
     "sends an attach's descriptor as a string, a uint or a list",
     DECODE,
     "connection",

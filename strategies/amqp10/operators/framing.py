@@ -68,15 +68,19 @@ def doff_past_end(src: Source, ctx: Context) -> Built:
 
 @operator(
     "size-short",
-    "SIZE shorter than the frame (transport 2.3.1): the rest is read as the next frame",
-    "sets SIZE to less than the frame's length (but at least 8), the rest following it",
+    "SIZE shorter than the frame (transport 2.3.1): its body is cut short, and the rest is "
+    "read as the next frame",
+    "sets SIZE to less than the frame's length (but above 8), the rest following it",
     ("framing-error", "decode-error"),
     "connection",
     "frame",
 )
 def size_short(src: Source, ctx: Context) -> Built:
+    # SIZE 8 would make an empty frame, which is valid and ignored (2.4.5): the error would
+    # lie only in the body's octets read as a frame header, whose size may be one the peer
+    # rightly waits for. At least one octet of body keeps the cut in this frame's body.
     name, body = _body(src, ctx)
-    size = 8 + src.below(len(body))
+    size = 9 + src.below(len(body) - 1)
     wire = ctx.raw(raw.frame(body, size=size), f"{name} with SIZE {size} of {8 + len(body)}")
     return Built((wire,), name, f"SIZE {size} of {8 + len(body)}")
 

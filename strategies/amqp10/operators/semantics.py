@@ -4,15 +4,22 @@ that is not attached, transfers beyond credit, dispositions of deliveries never 
 
 from __future__ import annotations
 
+from amqpfuzz.spec import Scope
 from amqpfuzz.spec.amqp10.codec import UInt
 
-from ...cases import Placement
+from ...cases import ErrorCode, Placement
 from ...operator import Built
 from ...source import Source
-from ..context import Context
+from ..context import CODES, Context
 from .common import operator, session_frame
 
 __all__: list[str] = []
+
+
+def _closing(ctx: Context, name: str) -> tuple[ErrorCode, ...]:
+    """The error condition ``name`` closing the connection (a close, not an end)."""
+    code = CODES.code(ctx.spec, name)
+    return (ErrorCode(code.name, code.value, Scope.CONNECTION),)
 
 
 @operator(
@@ -47,7 +54,8 @@ def begin_twice(src: Source, ctx: Context) -> Built:
 @operator(
     "handle-in-use",
     "an attach with a handle already in use in the session (transport 2.7.3 attach: it MUST "
-    "be responded to with an immediate close carrying a handle-in-use session-error)",
+    "be responded to with an immediate close carrying a handle-in-use session-error; the end "
+    "of the session, whose error it is, or the close the text names)",
     "attaches two links with the same handle",
     ("handle-in-use",),
     "session",
@@ -57,13 +65,17 @@ def handle_in_use(src: Source, ctx: Context) -> Built:
     handle = src.below(4)
     first, second = ctx.attach(src, handle), ctx.attach(src, handle)
     steps = (ctx.wire(first), ctx.wire(second))
-    return Built(steps, "attach", f"handle {handle} twice")
+    # the text says "an immediate close" (the connection's performative) carrying a session
+    # error: a close with handle-in-use follows its letter, an end its error's scope
+    closing = _closing(ctx, "handle-in-use")
+    return Built(steps, "attach", f"handle {handle} twice", tolerated=closing)
 
 
 @operator(
     "unattached-handle",
     "a transfer or flow naming a handle no link is attached with (transport 2.7.4 flow: the "
-    "peer MUST end the session with an unattached-handle session error; 2.5.4, 2.8.17)",
+    "peer MUST end the session with an unattached-handle session error; 2.5.4, 2.8.17; a "
+    "handle above the peer's handle-max, 2.7.2: the connection closed with framing-error)",
     "sends a transfer or a link flow for a handle never attached",
     ("unattached-handle",),
     "session",
@@ -71,11 +83,14 @@ def handle_in_use(src: Source, ctx: Context) -> Built:
 )
 def unattached_handle(src: Source, ctx: Context) -> Built:
     handle = UInt(src.pick((0, 1, 255, 0xFFFFFFFF - 1)))
+    # a handle above the peer's handle-max (its begin's, which a case cannot know; any above
+    # 0 may be) is one it "MUST close the connection with the framing-error" for (2.7.2)
+    beyond = _closing(ctx, "framing-error") if handle else ()
     if src.byte() & 1:
         transfer, message = ctx.transfer(src, handle)
         wire = ctx.wire(transfer)
         wire = wire._replace(data=ctx.codec.frame(transfer, 0, message))
-        return Built((wire,), "transfer", f"handle {handle} not attached")
+        return Built((wire,), "transfer", f"handle {handle} not attached", tolerated=beyond)
     flow = ctx.codec.composite(
         "flow",
         next_incoming_id=UInt(0),
@@ -86,7 +101,7 @@ def unattached_handle(src: Source, ctx: Context) -> Built:
         delivery_count=UInt(0),
         link_credit=UInt(10),
     )
-    return Built((ctx.wire(flow),), "flow", f"handle {handle} not attached")
+    return Built((ctx.wire(flow),), "flow", f"handle {handle} not attached", tolerated=beyond)
 
 
 @operator(

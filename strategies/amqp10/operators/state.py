@@ -1,5 +1,5 @@
 """Operators that send frames out of the connection's order (transport 2.4 connections; security
-5.3): a frame before open, a second open, frames after close, the AMQP layer after a failed SASL
+5.1, 5.3): a frame before open, a second open, frames after close, the AMQP layer after a failed SASL
 outcome."""
 
 from __future__ import annotations
@@ -65,8 +65,9 @@ def after_close(src: Source, ctx: Context) -> Built:
 
 @operator(
     "header-after-failed-sasl",
-    "the AMQP protocol header after a SASL outcome that failed (security 5.3.2: after a "
-    "failed outcome the TCP connection MUST be closed; the AMQP layer never starts)",
+    "the AMQP protocol header after a SASL outcome that failed (security 5.1: when a "
+    "security layer terminates, before or after a secure tunnel is established, the TCP "
+    "connection MUST be closed; the AMQP layer never starts)",
     "authenticates with PLAIN and wrong credentials, then sends the AMQP header and open at once",
     (),
     "socket",

@@ -1,0 +1,56 @@
+"""Each 1.0 operator's case is malformed under the type system and the transport part, and
+expects the reaction the section it cites names (the operator audit, issue 36): one test per
+expectation the audit corrected."""
+
+from __future__ import annotations
+
+import random
+
+from amqpfuzz.spec.amqp10.codec import codec_for
+from amqpfuzz.strategies import Case, malformed_case_builder
+
+codec = codec_for()
+
+
+def _cases(name: str, count: int = 400) -> list[Case]:
+    build = malformed_case_builder([name], protocol="1.0", prefix="amqpfuzz-e-")
+    rnd = random.Random(name)
+    return [build(rnd.randbytes(512)) for _ in range(count)]
+
+
+def test_a_short_size_cuts_the_frame_s_own_body() -> None:
+    # SIZE 8 is an empty frame, valid and ignored (transport 2.4.5): the case's error would then
+    # be the body's octets read as a frame header, whose SIZE a peer may rightly wait for
+    sizes = set()
+    for case in _cases("size-short"):
+        data = case.steps[0].render(3)
+        size = int.from_bytes(data[:4], "big")
+        sizes.add(size)
+        assert 8 < size < len(data), case
+    assert min(sizes) == 9
+
+
+def test_a_handle_in_use_may_be_answered_by_the_close_the_text_names() -> None:
+    # 2.7.3: "MUST be responded to with an immediate close carrying a Handle-in-use
+    # session-error": an end with it (the error's scope) or a close with it (the text's word)
+    for case in _cases("handle-in-use", 50):
+        assert case.expected.outcome == "session-close"
+        assert case.expected.accepts("session-close", "amqp:session:handle-in-use")
+        assert case.expected.accepts("connection-close", "amqp:session:handle-in-use")
+        assert not case.expected.accepts("connection-close", "amqp:connection:framing-error")
+
+
+def test_a_handle_a_peer_may_not_support_may_close_the_connection() -> None:
+    # 2.7.2: "A peer that receives a handle outside the supported range MUST close the
+    # connection with the framing-error error-code"; handle 0 is in every range
+    framing = "amqp:connection:framing-error"
+    seen = {True: 0, False: 0}
+    for case in _cases("unattached-handle"):
+        frame = codec.reader(max_frame_size=1 << 20)
+        frame.expect_header = False
+        (found,) = frame.feed(case.steps[0].render(3))
+        beyond = int(found.body["handle"]) > 0
+        seen[beyond] += 1
+        assert case.expected.accepts("session-close", "amqp:session:unattached-handle")
+        assert case.expected.accepts("connection-close", framing) == beyond, case
+    assert seen[True] and seen[False]
