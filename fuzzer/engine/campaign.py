@@ -319,6 +319,7 @@ class Campaign:
 
     def _judge_batch(self, cases: list[Case], ran: Ran) -> list[Judged]:
         outcomes = ran.results
+        self.judging.prepare(outcomes, self.targets)  # its new failures replayed, side by side
         if self.targets:
             self.drawing.timed(outcomes[self.targets[0].label], self.targets[0])
         judged: list[Judged] = []

@@ -14,6 +14,7 @@ on each before it is reported.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -52,6 +53,9 @@ class Judging:
         self.crashes = crashes
         self.first: dict[str, tuple[Case, Path, TargetRun]] = {}  # signature -> to shrink
         self.decisions = Decisions(config.confirm_tries)  # by (target, signature)
+        # a failure replayed ahead of its judging (by the result's id): its record id, its
+        # reproducer and how its replays went
+        self._ahead: dict[int, tuple[str, Path, Confirmation]] = {}
 
     def replays(self, results: dict[str, list[Result]], targets: list[TargetRun]) -> bool:
         """Whether judging ``results`` replays a failure (one outside the profile whose
@@ -59,15 +63,8 @@ class Judging:
         before it sends the next, so that the replays meet the broker as the batch left it."""
         if self.config.confirm <= 0:
             return False
-        for run in targets:
-            for result in results[run.label]:
-                failure, case = result.failure, result.case
-                if failure is None or failure.oracle == "liveness":
-                    continue  # (a crash's replays are its triage's)
-                if not self.decisions.wanted((run.label, failure.signature)):
-                    continue
-                if run.deviation(failure.signature, case.spec_ref, case.operator) is None:
-                    return True
+        if self._replayed(results, targets):
+            return True
         if len(targets) > 1:
             cases = zip(*(results[run.label] for run in targets), strict=True)
             for each in cases:
@@ -78,6 +75,58 @@ class Judging:
                     if self.decisions.wanted(key):
                         return True
         return False
+
+    def _replayed(
+        self, results: dict[str, list[Result]], targets: list[TargetRun]
+    ) -> dict[tuple[str, str], tuple[TargetRun, Result]]:
+        """The first case of each failure signature (per target) whose judging replays it:
+        outside the profile, not a crash (a crash's replays are its triage's), its signature's
+        verdict not decided yet."""
+        chosen: dict[tuple[str, str], tuple[TargetRun, Result]] = {}
+        for run in targets:
+            for result in results[run.label]:
+                failure, case = result.failure, result.case
+                if failure is None or failure.oracle == "liveness":
+                    continue
+                key = (run.label, failure.signature)
+                if key in chosen or not self.decisions.wanted(key):
+                    continue
+                if run.deviation(failure.signature, case.spec_ref, case.operator) is None:
+                    chosen[key] = (run, result)
+        return chosen
+
+    def prepare(self, results: dict[str, list[Result]], targets: list[TargetRun]) -> None:
+        """Replay the batch's new failures before they are judged, each signature's replays
+        in a thread of their own (a case whose connection the broker closes only after a few
+        seconds costs those seconds once per batch, not once per signature), each one's own
+        replays one after the other (a hang's side by side). What came is used by
+        :meth:`judge`."""
+        if self.config.confirm <= 0:
+            return
+        chosen = list(self._replayed(results, targets).values())
+        if not chosen:
+            return
+        with ThreadPoolExecutor(min(8, len(chosen)), thread_name_prefix="amqpfuzz-replay") as pool:
+            done = pool.map(lambda each: self._replay(*each), chosen)
+            for (_, result), ahead in zip(chosen, done, strict=True):
+                self._ahead[id(result)] = ahead
+
+    def _replay(self, run: TargetRun, result: Result) -> tuple[str, Path, Confirmation]:
+        """One failure's reproducer written, and replayed from that file ``confirm`` times."""
+        record_id = new_record_id()
+        path = self._write(run, result, record_id, {})
+        data = load_reproducer(path)
+        created = run.runner.created if run.runner is not None else None
+
+        def again() -> Replay:  # (what it declares: deleted with the run's names)
+            return replay(data, run.target, timeout=self.config.timeout, created=created)
+
+        hang = result.outcome.kind == OutcomeKind.TIMEOUT
+        return (
+            record_id,
+            path,
+            confirm(again, self.config.confirm, str(result.outcome), together=hang),
+        )
 
     # -- one case --------------------------------------------------------------------------
 
@@ -105,7 +154,8 @@ class Judging:
             crashes.add(signature)
             event: CaseJudged = held[0]
             return event
-        record_id = new_record_id()
+        ahead = self._ahead.pop(id(result), None)
+        record_id = ahead[0] if ahead is not None else new_record_id()
         reproducer = None
         said = verdict.verdict
         extra: dict[str, Any] = dict(verdict.known())
@@ -113,7 +163,7 @@ class Judging:
             run.tally.xfails += 1
             self.stats.xfails += 1
         elif failure is not None:
-            path, known = self._reproduce(run, result, record_id, crash)
+            path, known = self._reproduce(run, result, record_id, crash, ahead)
             reproducer = str(path)
             said = known.verdict
             extra = {**extra, "confirmation": known.confirmation.as_record()}
@@ -175,36 +225,34 @@ class Judging:
     # -- reproducers and their replays -----------------------------------------------------
 
     def _reproduce(
-        self, run: TargetRun, result: Result, record_id: str, crash: bool
+        self,
+        run: TargetRun,
+        result: Result,
+        record_id: str,
+        crash: bool,
+        ahead: tuple[str, Path, Confirmation] | None,
     ) -> tuple[Path, Decided]:
         """A failure's reproducer (the case's bytes, or a crash's traffic), with what is known
-        of its signature: replayed from this file first where nothing is yet, or where it was
-        flaky and a few of its cases have not been tried."""
+        of its signature: its replays (made ahead, :meth:`prepare`; a crash's by its triage)
+        decide it where nothing is known yet, or where it was flaky and a few of its cases
+        have not been tried."""
         assert result.failure is not None
         signature = result.failure.signature
         key = (run.label, signature)
         known = self.decisions.get(key)
         if self.decisions.wanted(key) and not (crash and known is not None):
-            path = self._write(run, result, record_id, {})
             found = str(result.outcome)
-            if crash:
+            if ahead is not None:
+                confirmation = ahead[2]
+            elif crash:
                 confirmation = self.crashes.get(signature) or Confirmation(1, 1, found)
             elif self.config.confirm <= 0:
                 confirmation = Confirmation(1, 1, found)  # (asked not to replay)
-            else:
-                data = load_reproducer(path)
-                hang = result.outcome.kind == OutcomeKind.TIMEOUT
-
-                created = run.runner.created if run.runner is not None else None
-
-                def again() -> Replay:  # (what it declares: deleted with the run's names)
-                    return replay(data, run.target, timeout=self.config.timeout, created=created)
-
-                confirmation = confirm(again, self.config.confirm, found, together=hang)
+            else:  # (not prepared: replayed now)
+                confirmation = self._replay(run, result)[2]
             known = self.decisions.decide(key, confirmation, record_id)
         assert known is not None
-        said = known.said()
-        return self._write(run, result, record_id, said), known
+        return self._write(run, result, record_id, known.said()), known
 
     def _write(self, run: TargetRun, result: Result, record_id: str, more: dict[str, Any]) -> Path:
         directory = self.out / "reproducers"

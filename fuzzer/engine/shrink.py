@@ -97,7 +97,7 @@ def shrink_failures(
                 run.target,
                 timeout=config.timeout,
                 created=run.runner.created,
-            ),  # fmt: skip
+            ),
             max(config.confirm, 1),
             str(smallest.outcome),
             together=smallest.outcome.kind == OutcomeKind.TIMEOUT,
