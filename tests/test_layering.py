@@ -36,8 +36,6 @@ LAZY = {
     ("fuzzer/protocols/amqp10/family.py", "serving"): "the 1.0 serving peer, for client campaigns",
     ("fuzzer/cli/serve.py", "serve_clients"): "pyspark, for a client campaign on Spark only",
     ("fuzzer/cli/scenarios.py", "scenarios_command"): "the client modules, for --client only",
-    ("scenarios/amqp10/checker.py", "_serve"): "the server-side operators, for client files",
-    ("scenarios/amqp091/checker.py", "_serve"): "the server-side operators, for client files",
 }
 
 

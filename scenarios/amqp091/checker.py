@@ -17,6 +17,7 @@ from ..language import handles
 from ..model import Step
 from ..yamlfile import Located
 from .language import EXTENSIONS, LANGUAGE, MATCHERS, NAME_DOMAINS, VARIABLES
+from .serving import SERVING_OPERATORS
 
 __all__ = ["Amqp091Checker"]
 
@@ -458,14 +459,11 @@ class Amqp091Checker(Checker):
 
     @handles("serve")
     def _serve(self, value: Located) -> tuple[Step, ...]:
-        from amqpfuzz.strategies.amqp091.serving import OPERATORS  # (only client files need it)
-
         operator = value.get("operator")
-        names = [op.name for op in OPERATORS]
-        if operator is not None and operator not in names:
+        if operator is not None and operator not in SERVING_OPERATORS:
             self.fail(
                 value.line,
-                f"{operator!r} is not a server-side operator; they are {', '.join(names)}",
+                f"{operator!r} is not a server-side operator; they are {', '.join(SERVING_OPERATORS)}",
             )
         self.served = True
         return ()

@@ -27,6 +27,7 @@ from .language import (
     SECTIONS,
     SERVED,
 )
+from .serving import SERVING_OPERATORS
 
 __all__ = ["Amqp10Checker"]
 
@@ -195,17 +196,14 @@ class Amqp10Checker(Checker):
 
     @handles("serve")
     def _serve(self, value: Located) -> tuple[Step, ...]:
-        from amqpfuzz.strategies.amqp10.serving import OPERATORS  # (only client files need it)
-
         if self.served:
             self.fail(value.line, "a client scenario serves once")
         self.served = True
         operator = value.get("operator")
-        names = [op.name for op in OPERATORS]
-        if operator is not None and operator not in names:
+        if operator is not None and operator not in SERVING_OPERATORS:
             self.fail(
                 value.line,
-                f"{operator!r} is not a server-side operator; they are {', '.join(names)}",
+                f"{operator!r} is not a server-side operator; they are {', '.join(SERVING_OPERATORS)}",
             )
         for performative, fields in SERVED.items():
             given = value.get(performative) or {}
