@@ -18,7 +18,7 @@ A profile is a TOML file per broker and version (``fuzzer/brokers/deviations/``,
 
 A profile may also say what valid traffic can use of the broker beyond the specification (a
 ``[traffic]`` table: values for fields it refuses otherwise, the arguments it reads, message
-properties and headers it interprets; :class:`amqpfuzz.strategies.amqp091.traffic.Traffic`).
+properties and headers it interprets; :class:`amqpfuzz.strategies.amqp091.profile.Traffic`).
 
 A deviation matches a failure by its ``signature``, or a scenario or a case by its ``rule`` (a
 spec reference: ``file.*`` is every method of the file class; both with shell-style

@@ -16,18 +16,15 @@ import functools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING
 
 from amqpfuzz.spec.amqp091 import Constant, Field, Method, Spec
 from amqpfuzz.spec.amqp091.codec import Codec, ContentHeader, Frame, MethodFrame, codec_for
 from amqpfuzz.spec.protocols import extension_of
 
 from .frames import ENTITY_DOMAINS, ZERO, argument_builder
+from .profile import Traffic
 from .source import Source, field_generator
 from .wire import CASE_CHANNEL, WireFrame, wire_frame
-
-if TYPE_CHECKING:
-    from .traffic import Traffic
 
 __all__ = ["CODES", "Constants", "Context"]
 

@@ -18,7 +18,8 @@ from ..source import Source
 from .checks import dialect_of, frame_max_of, method_of, spec_of
 from .context import Context
 from .operators import catalogue
-from .traffic import Traffic, in_state, traffic_arms
+from .profile import Traffic
+from .traffic import in_state, traffic_arms
 from .valid import valid_builder
 
 __all__ = ["FAMILY", "Amqp091Strategies"]
@@ -45,7 +46,7 @@ class Amqp091Strategies:
         **options: Any,
     ) -> Context:
         """``traffic``: what the broker accepts beyond the specification, from its profile
-        (:class:`~.traffic.Traffic`)."""
+        (:class:`~.profile.Traffic`)."""
         no_options(options, self.name)
         spec = spec_of(protocol)
         frame_max = frame_max_of(spec, DEFAULT_FRAME if frame_max is None else frame_max)

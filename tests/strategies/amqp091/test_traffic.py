@@ -17,7 +17,8 @@ from amqpfuzz.spec.amqp091.codec import Heartbeat, MethodFrame, codec_for
 from amqpfuzz.spec.amqp091.state import SequenceChecker
 from amqpfuzz.strategies import case_builder
 from amqpfuzz.strategies.amqp091.family import FAMILY
-from amqpfuzz.strategies.amqp091.traffic import Traffic, Walk
+from amqpfuzz.strategies.amqp091.profile import Traffic
+from amqpfuzz.strategies.amqp091.traffic import Walk
 from amqpfuzz.strategies.source import Source
 
 PREFIX = "tt-"
