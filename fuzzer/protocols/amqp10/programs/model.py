@@ -1,4 +1,5 @@
-"""Stateful 1.0 programs through python-qpid-proton, the real client (as pika is for 0-9-1).
+"""Stateful 1.0 programs through python-qpid-proton, the real client (as pika is for 0-9-1):
+the program, its model of the nodes and its steps.
 
 A program sends messages to a few durable nodes (at-most-once or at-least-once, now and then
 on a link that asks for exactly-once, which the peer may offer or not; durable or not), receives them on one link per node with a credit window, settles each one (accepted,
@@ -24,39 +25,32 @@ its end drains every node. It checks the broker against its model on every deliv
 
 A restart needs the broker's process: only a run's own throwaway broker, given as ``restart``.
 
-A broken invariant raises :class:`~..base.Broken`; Hypothesis shrinks the program, whose steps
-(:attr:`Program.trace`) are the reproducer :func:`replay_program` runs again.
+A broken invariant raises :class:`~...family.Broken`; Hypothesis shrinks the program, whose steps
+(:attr:`Program.trace`) are the reproducer :func:`~.replay.replay_program` runs again.
 """
 
 from __future__ import annotations
 
 import contextlib
-import time
-from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
-from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition, rule
 from proton import Delivery, Endpoint, Link, Message, Terminus
 from proton.reactor import AtLeastOnce, AtMostOnce, LinkOption
 from proton.utils import BlockingConnection, BlockingReceiver
 
-from ...brokers import Target
-from ..family import Broken, NotReplayable, ProgramStep
-from ..outcome import ConnectionFailed
-from .connection import Connection
-from .nodes import delete_nodes
+from ....brokers import Target
+from ...family import Broken, NotReplayable, ProgramStep
+from ...outcome import ConnectionFailed
+from ..connection import Connection
+from ..nodes import delete_nodes
 
-__all__ = ["PROGRAMS", "Program", "machine_for", "replay_program"]
+__all__ = ["OUTCOMES", "Program", "Sent"]
 
-NODES = 3
 OUTCOMES = ("accepted", "rejected", "released", "modified")
 QUIET = 1.0  # seconds without a message that end a drain
 RECOVERING = 3.0  # more, for what must come back after a restart
-RECONNECT_ODDS = 4  # a reconnect rule drawn acts once in this many
-RESTART_ODDS = 8  # a restart rule drawn acts once in this many (a restart takes seconds)
 SURVIVE = "durable messages survive a restart"
 
 
@@ -448,156 +442,3 @@ class Program:
             if lost:
                 self.fail(self._lost(missing), "drain",
                           f"{len(lost)} message(s) never came back from node {node}: {lost[:10]}")  # fmt: skip
-
-
-@contextlib.contextmanager
-def machine_for(
-    target: Target,
-    prefix: str,
-    on_program: Callable[[Program], None],
-    timeout: float = 10.0,
-    avoid: frozenset[str] = frozenset(),
-    restart: Callable[[], object] | None = None,
-) -> Iterator[type[RuleBasedStateMachine]]:
-    """The state machine class bound to ``target``; no step named in ``avoid`` is taken; with
-    ``restart`` (which kills and restarts the broker), a program may restart it once."""
-
-    def unless(step: str) -> Callable[[Any], Any]:
-        return precondition(lambda self: step not in avoid)
-
-    class Machine10(RuleBasedStateMachine):
-        def __init__(self) -> None:
-            super().__init__()
-            self.program = Program(target, f"{prefix}{time.monotonic_ns() % 10**9}-", timeout)
-            self.program.restart = restart
-            on_program(self.program)
-
-        @initialize()
-        def connect(self) -> None:
-            self.program.open()
-
-        @unless("send")
-        @rule(
-            node=st.integers(0, NODES - 1),
-            count=st.integers(1, 20),
-            sure=st.booleans(),
-            durable=st.booleans(),
-            exactly=st.integers(0, 3),
-        )
-        def send(self, node: int, count: int, sure: bool, durable: bool, exactly: int) -> None:
-            # one at-least-once send in four asks for exactly-once, until that hung once
-            once = exactly == 3 and "exactly-once" not in avoid
-            self.program.send(node, count, sure, durable, once)
-
-        @unless("detach")
-        @rule(node=st.integers(0, NODES - 1))
-        def detach(self, node: int) -> None:
-            if node in self.program.receivers:
-                self.program.detach(node)
-
-        @unless("reconnect")
-        @rule(odds=st.integers(0, RECONNECT_ODDS - 1))
-        def reconnect(self, odds: int) -> None:
-            if odds == RECONNECT_ODDS - 1:  # (shrinking goes to 0: away from a reconnect)
-                self.program.reconnect()
-
-        @unless("restart")
-        @precondition(lambda self: restart is not None and not self.program.restarted)
-        @rule(odds=st.integers(0, RESTART_ODDS - 1))
-        def restart_broker(self, odds: int) -> None:
-            # once in RESTART_ODDS (shrinking goes to 0: away from a restart it can do without)
-            survivors = [s for m in self.program.nodes.values() for s in m if s.durable and s.sure]
-            if odds == RESTART_ODDS - 1 and survivors:
-                self.program.restart_broker()
-
-        @unless("receive")
-        @rule(
-            node=st.integers(0, NODES - 1),
-            credit=st.integers(1, 10),
-            take=st.integers(1, 5),
-            outcome=st.sampled_from(OUTCOMES),
-        )
-        def receive(self, node: int, credit: int, take: int, outcome: str) -> None:
-            waiting = [s for s in self.program.nodes.get(node, []) if s.sure]
-            if len(waiting) >= take:  # (what is there depends on the broker: not a precondition)
-                self.program.receive(node, credit, take, outcome)
-
-        def teardown(self) -> None:
-            try:
-                if self.program.broken is None and self.program.connection is not None:
-                    self.program.drain()
-            finally:
-                self.program.close()
-
-    yield Machine10
-
-
-def replay_program(
-    steps: list[ProgramStep],
-    target: Target,
-    prefix: str,
-    timeout: float = 10.0,
-    restart: Callable[[], object] | None = None,
-) -> Broken | None:
-    """The program's steps again, without Hypothesis; the invariant it breaks now, if any. A
-    program that restarts the broker needs ``restart``."""
-    if restart is None and any(step["step"] == "restart" for step in steps):
-        raise NotReplayable(
-            "the program restarts the broker: replay it on a throwaway broker (--broker KIND)"
-        )
-    program = Program(target, prefix, timeout, restart=restart)
-    try:
-        for step in steps:
-            kind = step["step"]
-            if kind == "open":
-                program.open()
-            elif kind == "send":
-                durable, exactly = bool(step.get("durable")), bool(step.get("exactly"))
-                node, count, sure = int(step["node"]), int(step["count"]), bool(step["sure"])
-                program.send(node, count, sure, durable, exactly)
-            elif kind == "detach":
-                program.detach(int(step["node"]))
-            elif kind == "reconnect":
-                program.reconnect()
-            elif kind == "restart":
-                program.restart_broker()
-            elif kind == "receive":
-                program.receive(
-                    int(step["node"]), int(step["credit"]), int(step["take"]), str(step["outcome"])
-                )
-            elif kind == "drain":
-                program.drain()
-    except Broken as exc:
-        return exc
-    finally:
-        program.close()
-    return None
-
-
-class Amqp10Programs:
-    """The family's stateful programs; on a throwaway broker, ``restart`` lets a program kill
-    and restart it once."""
-
-    def machine(
-        self,
-        target: Target,
-        prefix: str,
-        on_program: Callable[[Any], None],
-        timeout: float,
-        avoid: frozenset[str],
-        restart: Callable[[], object] | None,
-    ) -> AbstractContextManager[type[RuleBasedStateMachine]]:
-        return machine_for(target, prefix, on_program, timeout, avoid, restart)
-
-    def replay(
-        self,
-        steps: list[ProgramStep],
-        target: Target,
-        prefix: str,
-        timeout: float,
-        restart: Callable[[], object] | None,
-    ) -> Broken | None:
-        return replay_program(steps, target, prefix, timeout, restart)
-
-
-PROGRAMS = Amqp10Programs()
