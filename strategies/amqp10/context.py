@@ -25,7 +25,6 @@ import functools
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
-from typing import TYPE_CHECKING
 
 from amqpfuzz.spec import Scope
 from amqpfuzz.spec.amqp10 import Spec100
@@ -33,11 +32,9 @@ from amqpfuzz.spec.amqp10.codec import Codec, Composite, Symbol, UInt
 
 from ..cases import ErrorCode
 from ..source import Source
+from .profile import Traffic
 from .values import Values
 from .wire import CASE_CHANNEL, Wire
-
-if TYPE_CHECKING:
-    from .traffic import Traffic
 
 __all__ = ["CODES", "Conditions", "Context", "conditions"]
 

@@ -16,7 +16,8 @@ from ..operator import Operator
 from ..source import Source
 from .context import Context
 from .operators import catalogue
-from .traffic import Traffic, in_state, traffic_arms
+from .profile import Traffic
+from .traffic import in_state, traffic_arms
 from .valid import case_performatives, valid_builder
 
 __all__ = ["FAMILY", "MIN_FRAME", "PROTOCOL", "Amqp10Strategies", "codec_of"]
@@ -35,7 +36,7 @@ class Amqp10Strategies:
     """1.0 cases read from blobs of 512 bytes: valid cases of the performatives a client sends
     on a session, valid traffic (walks of a session that wait for the peer, and whole
     connections), malformed ones of the catalogue, alone or after a walk. ``traffic`` (of
-    :meth:`context`) is a profile's traffic table (:class:`~.traffic.Traffic`)."""
+    :meth:`context`) is a profile's traffic table (:class:`~.profile.Traffic`)."""
 
     name = "amqp10"
     blob = 512

@@ -20,9 +20,11 @@ from amqpfuzz.fuzzer.protocols.families import driver_for
 from amqpfuzz.spec import RemoteProtocolError
 from amqpfuzz.spec.amqp10.codec import Composite, Frame, codec_for
 from amqpfuzz.strategies import Case, Placement, case_builder
+from amqpfuzz.strategies.amqp10.model import PREFIX_HANDLE
+from amqpfuzz.strategies.amqp10.profile import Traffic
 from amqpfuzz.strategies.amqp10.session import Nominal, View, serial
 from amqpfuzz.strategies.amqp10.steps import Awaiting
-from amqpfuzz.strategies.amqp10.traffic import PREFIX_HANDLE, SHAPES, Traffic
+from amqpfuzz.strategies.amqp10.traffic import SHAPES
 from amqpfuzz.strategies.source import Source
 
 PREFIX = "tt10-"
