@@ -10,6 +10,7 @@ signature and replay command; a failure the client's profile documents makes it 
 from __future__ import annotations
 
 import random
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -49,10 +50,13 @@ class ClientItem(AmqpItem):
 
     def runtest(self) -> None:
         lane = self.state.lane(self.client)
-        settings = self.state.client_settings
-        serving = serving_of(settings.protocol)
         chosen = (self.operator,) if self.operator else None
-        size, build = serving.scripts(settings.protocol, chosen, 0.0 if self.operator else 1.0)
+        # the scripts read as the item reads them: its reproducers say so, and replay as printed
+        settings = replace(
+            self.state.client_settings, operators=chosen, valid_share=0.0 if chosen else 1.0
+        )
+        serving = serving_of(settings.protocol)
+        size, build = serving.scripts(settings.protocol, settings.operators, settings.valid_share)
         rnd = random.Random(self.state.options.seed_for(self.nodeid))
         known: list[str] = []
         flaky: dict[str, str] = {}  # signature -> its replays' rate

@@ -121,7 +121,7 @@ class SequenceChecker:
             return Ruling(frame, "frame-error", "a protocol header inside the connection")
         if isinstance(frame, Heartbeat):
             if frame.channel:
-                return Ruling(frame, "unexpected-frame", "heartbeat on a channel")
+                return Ruling(frame, "frame-error", "heartbeat on a channel (section 4.2.7)")
             return Ruling(frame)
         if (
             isinstance(frame, MethodFrame)

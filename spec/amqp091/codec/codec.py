@@ -18,7 +18,6 @@ from ...errors import (
     FrameError,
     LocalProtocolError,
     RemoteProtocolError,
-    UnexpectedFrameError,
     UnknownMethodError,
 )
 from ...protocols import DEFAULT_PROTOCOL
@@ -219,8 +218,8 @@ class Codec:
         if frame_type == self.frame_heartbeat:
             if payload:
                 raise FrameError(f"heartbeat frame with a {len(payload)}-byte payload", 0)
-            if channel:
-                raise UnexpectedFrameError(f"heartbeat frame on channel {channel}", 0)
+            if channel:  # (4.2.7: an invalid heartbeat frame is a 501 frame-error)
+                raise FrameError(f"heartbeat frame on channel {channel}", 0)
             return Heartbeat(channel)
         raise FrameError(f"unknown frame type {frame_type}", 0)
 

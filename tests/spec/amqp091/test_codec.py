@@ -35,7 +35,6 @@ from amqpfuzz.spec.amqp091.codec.tables import (
 from amqpfuzz.spec.errors import (
     FrameError,
     SyntaxFieldError,
-    UnexpectedFrameError,
     UnknownMethodError,
 )
 from tests.helpers.wire_values import plain_tables, typed_tables, value_for, values_for
@@ -256,8 +255,9 @@ def test_deeply_nested_tables_are_refused_not_recursed() -> None:
 def test_heartbeat_rules() -> None:
     error = _decode_error(raw.heartbeat(0, b"x"))
     assert isinstance(error, FrameError) and "payload" in str(error)
-    error = _decode_error(raw.heartbeat(3))
-    assert isinstance(error, UnexpectedFrameError) and error.category == "unexpected-frame"
+    error = _decode_error(raw.heartbeat(3))  # section 4.2.7: an invalid heartbeat is 501
+    assert isinstance(error, FrameError) and error.category == "frame-error"
+    assert "channel 3" in str(error)
 
 
 def test_property_flags_with_undefined_bits() -> None:

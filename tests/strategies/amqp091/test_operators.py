@@ -36,11 +36,6 @@ OPERATORS = [
     for op in afs.operators(p)
     if op.name not in CONNECTION
 ]
-# Our codec calls a heartbeat on a channel unexpected-frame (spec/amqp091/codec/codec.py, and
-# the sequence checker in spec/amqp091/state.py alike); sections 4.2.7 and 4.2.3 name 501
-# frame-error and 503 command-invalid, which the operator now expects. Strict: when the codec
-# follows the specification, this passes and the mark must go.
-CODEC_DISAGREES = {"heartbeat-channel"}
 HANDSHAKE = [(p, n) for p in protocols_of("amqp091") for n in sorted(CONNECTION)]
 
 
@@ -63,19 +58,7 @@ def _judge(protocol: str, case: Case) -> str:
 
 @pytest.mark.parametrize(
     ("protocol", "name"),
-    [
-        pytest.param(
-            p,
-            n,
-            marks=pytest.mark.xfail(
-                reason="the codec's category for a heartbeat on a channel is not the spec's",
-                strict=True,
-            ),
-        )
-        if n in CODEC_DISAGREES
-        else (p, n)
-        for p, n in OPERATORS
-    ],
+    OPERATORS,
     ids=[f"{p}:{n}" for p, n in OPERATORS],
 )
 def test_every_malformed_case_is_refused_as_its_operator_says(protocol: str, name: str) -> None:
