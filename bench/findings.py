@@ -5,7 +5,8 @@ user runs it, but ``--no-shrink`` (shrinking comes after the budget and changes 
 for 120 s. GarageMQ crashes on several inputs: the campaign restarts it for the whole budget.
 The records tell when each distinct failure signature was first found. One JSON line per point
 (10, 30, 60 and 120 s of fuzzing, counted from the first record): distinct signatures so far, of
-them crashes (liveness, counted when first found), and the records written so far. A change that
+them crashes (liveness, counted when first found), flaky signatures apart (failures whose replays
+did not all fail: not counted among the signatures), and the records written so far. A change that
 finds less shows as a lower curve; ``$AMQPFUZZ`` may name another tree's command, for the curve
 before a change. ``--seed`` picks the campaign's seed (the curve is the median of ``--rounds``
 runs with seeds from it); ``--quick`` is a smoke test of 12 s.
@@ -58,18 +59,22 @@ def curve(seed: int, seconds: float, points: Sequence[float]) -> list[dict[str, 
     times = [dt.datetime.fromisoformat(str(r["ts"])) for r in records]
     start = min(times)
     first: dict[str, float] = {}
+    flaky: dict[str, float] = {}
     for record, at in sorted(zip(records, times, strict=True), key=lambda pair: pair[1]):
         failure = record.get("failure")
-        if record.get("verdict") == "fail" and isinstance(failure, dict):
+        if record.get("verdict") in ("fail", "flaky") and isinstance(failure, dict):
             # a crash is recorded once, at the end, with the time it was first found
             found = record.get("found_s", (at - start).total_seconds())
-            first.setdefault(str(failure["signature"]), float(found))  # type: ignore[arg-type]
+            kept = first if record["verdict"] == "fail" else flaky
+            kept.setdefault(str(failure["signature"]), float(found))  # type: ignore[arg-type]
+    flaky = {s: t for s, t in flaky.items() if s not in first}  # (confirmed later: a failure)
     elapsed = [(at - start).total_seconds() for at in times]
     return [
         {
             "at_s": point,
             "signatures": sum(1 for t in first.values() if t <= point),
             "crashes": sum(1 for s, t in first.items() if t <= point and s.startswith("liveness:")),
+            "flaky": sum(1 for t in flaky.values() if t <= point),
             "records": sum(1 for t in elapsed if t <= point),
         }
         for point in points
@@ -89,7 +94,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "profile": "none",
             "at_s": point,
         }
-        for figure in ("signatures", "crashes", "records"):
+        for figure in ("signatures", "crashes", "flaky", "records"):
             line[figure] = statistics.median(run[index][figure] for run in runs)
         print(json.dumps(line), flush=True)
     return 0
