@@ -266,7 +266,8 @@ class Lanes:
             going = self._going.get(i)
             if going is not None:
                 data = b"".join(going.waiting.sent)
-            if len(placed) > 1 and end is connection.ended:
+            # (one that may have ended on the connection's own answer, not a case's: too)
+            if (len(placed) > 1 or connection.ended_by_us) and end is connection.ended:
                 unknown.append((i, case))
                 continue
             if isinstance(end, Outcome) and end.kind == OutcomeKind.TIMEOUT:

@@ -80,6 +80,9 @@ class Connection(Protocol):
     @property
     def alive(self) -> bool: ...
 
+    @property
+    def ended_by_us(self) -> bool: ...
+
 
 class Handshake(Protocol):
     """Negotiation: a connection opened and logged in, what the broker says of itself."""

@@ -160,6 +160,12 @@ class Stream(abc.ABC):
     def alive(self) -> bool:
         return self.ended is None
 
+    @property
+    def ended_by_us(self) -> bool:
+        """Whether the connection may have ended on an answer the connection itself sent (not
+        on anything a case sent): the cases in flight on it are run again alone then."""
+        return False
+
     def _end(self, outcome: Outcome) -> None:
         if self.ended is None:
             self.ended = outcome

@@ -189,3 +189,29 @@ def test_the_connection_operators_on_garagemq_fail_only_where_its_profile_says(
     # it serves 0-9-1 alone: every other header is refused with its own and a close
     other = [r for r in records if r["mutation"] == "other-protocol-header"]
     assert other and all(r["observed"]["outcome"] == "socket-close" for r in other)
+
+
+def _closed_with(method: tuple[int, int], answered_a_close: bool) -> Connection:
+    ours, peer = socket.socketpair()
+    connection = Connection(ours, CODEC, 131072, 2047)
+    if answered_a_close:  # the broker closed a channel: the connection answers close-ok
+        peer.sendall(CODEC.encode(CODEC.method("channel.close", 3, reply_code=404)))
+        connection.pump(1.0)
+        assert peer.recv(64) == CODEC.encode(CODEC.method("channel.close-ok", 3))
+    close = CODEC.method(
+        "connection.close", 0, reply_code=504, class_id=method[0], method_id=method[1]
+    )
+    peer.sendall(CODEC.encode(close))
+    connection.pump(1.0)
+    assert connection.ended is not None
+    return connection
+
+
+def test_a_connection_closed_on_its_own_close_ok_is_told_apart() -> None:
+    """RabbitMQ once closed a lane's connection with 504 "expected 'channel.open'" naming
+    channel.close-ok (20/41) in the middle of a valid walk that passes alone every time: the
+    connection had answered a channel close of the broker's. Such an ending may be the
+    connection's own doing: the runner runs its cases in flight again alone."""
+    assert _closed_with((20, 41), answered_a_close=True).ended_by_us
+    assert not _closed_with((20, 41), answered_a_close=False).ended_by_us
+    assert not _closed_with((50, 10), answered_a_close=True).ended_by_us
