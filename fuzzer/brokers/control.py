@@ -15,7 +15,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .processes import Broker, BrokerError, log_tail, process_running
+from .broker import Broker, log_tail
+from .errors import BrokerError
+from .guardian import running as process_running
 
 __all__ = ["AnyBroker", "RemoteBroker", "Restarts"]
 

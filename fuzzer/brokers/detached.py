@@ -14,7 +14,9 @@ import signal
 import time
 from pathlib import Path
 
-from .processes import BROKERS, Broker, process_running
+from .broker import Broker
+from .guardian import running as process_running
+from .processes import BROKERS
 
 __all__ = ["detach", "detached", "state_directory", "stop_detached"]
 
