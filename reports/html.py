@@ -8,17 +8,16 @@ making, so the same tables always render the same bytes.
 
 from __future__ import annotations
 
-import datetime as dt
-import hashlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from html import escape
 from typing import Any
 
-from amqpfuzz.fuzzer.records import replay_command as replay_of
 from amqpfuzz.spec import DEFAULT_PROTOCOL, PROTOCOLS, rule_text
 
-from .charts import SET_COLOURS, TREND_COLOURS, bars, heatmap, line_chart, run_chart
-from .page import BrokerCoverage, Page, cell_id
+from .cells import SHOWN, n, replay_command, signature_id, status, table, when
+from .charts import TREND_COLOURS, heatmap, line_chart
+from .covered import broker, coverage
+from .page import Page, cell_id
 
 __all__ = ["render", "replay_command", "signature_id"]
 
@@ -66,56 +65,13 @@ _HEADLINE = (
 )
 
 
-def _n(value: Any) -> str:
-    if value is None:
-        return "-"
-    if isinstance(value, float) and not value.is_integer():
-        return f"{value:,.1f}" if abs(value) >= 10 else f"{value:,.2f}"
-    return f"{int(value):,}"
-
-
-def _when(micros: int | None) -> str:
-    """A time in microseconds since the epoch as UTC minutes."""
-    if micros is None:
-        return ""
-    moment = dt.datetime(1970, 1, 1, tzinfo=dt.UTC) + dt.timedelta(microseconds=micros)
-    return moment.strftime("%Y-%m-%d %H:%M")
-
-
-def signature_id(signature: str) -> str:
-    """The HTML id of a signature's row (the matrix's cells link to it)."""
-    return "sig-" + hashlib.sha1(signature.encode()).hexdigest()[:12]
-
-
-def replay_command(reproducer: str | None) -> str | None:
-    """The reproducer's replay as it can be pasted into a shell where the report was made."""
-    return replay_of(reproducer) if reproducer else None
-
-
-def _table(headers: Sequence[str], rows: Iterable[Sequence[str]], numeric: set[int]) -> str:
-    head = "".join(
-        f'<th class="num">{escape(h)}</th>' if i in numeric else f"<th>{escape(h)}</th>"
-        for i, h in enumerate(headers)
-    )
-    body = "".join(
-        "<tr>"
-        + "".join(
-            f'<td class="num">{cell}</td>' if i in numeric else f"<td>{cell}</td>"
-            for i, cell in enumerate(row)
-        )
-        + "</tr>"
-        for row in rows
-    )
-    return f'<div class="scroll"><table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>'
-
-
 def _headline(page: Page) -> str:
     cards = []
     for key, label, tone in _HEADLINE:
         value = page.headline[key]
         tone = tone if value else ""
         cards.append(
-            f'<div class="card {tone}"><div class="n" data-figure="{key}">{_n(value)}</div>'
+            f'<div class="card {tone}"><div class="n" data-figure="{key}">{n(value)}</div>'
             f'<div class="l">{escape(label)}</div></div>'
         )
     return f'<div class="cards">{"".join(cards)}</div>'
@@ -135,24 +91,24 @@ def _signature_rows(signatures: Iterable[dict[str, Any]]) -> str:
                 + _drill_down(s, command),
                 escape(s["spec_ref"] or ""),
                 escape(", ".join(s["targets"])),
-                _n(s["occurrences"]),
-                _when(s["first_seen"]),
+                n(s["occurrences"]),
+                when(s["first_seen"]),
                 replay,
             )
         )
     headers = ("status", "signature", "spec", "targets", "tonight", "first seen", "replay")
-    return _table(headers, rows, {4})
+    return table(headers, rows, {4})
 
 
 def _drill_down(s: dict[str, Any], command: str | None) -> str:
     """A signature's story, behind a click: the nights it failed on, how often, where, the
     reaction required and the one seen, the rule's text, and the replay of its smallest case."""
-    first, last = _when(s["first_seen"])[:10], _when(s["last_seen"])[:10]
+    first, last = when(s["first_seen"])[:10], when(s["last_seen"])[:10]
     protocol = s.get("protocol") or DEFAULT_PROTOCOL
     text = rule_text(protocol, s["spec_ref"]) if s["spec_ref"] and protocol in PROTOCOLS else None
     facts = [
-        ("nights", f"first {first}, last {last}: {_n(s['nights_seen'])} night(s)"),
-        ("cases", f"{_n(s['occurrences'])} tonight, {_n(s['total_occurrences'])} in all"),
+        ("nights", f"first {first}, last {last}: {n(s['nights_seen'])} night(s)"),
+        ("cases", f"{n(s['occurrences'])} tonight, {n(s['total_occurrences'])} in all"),
         ("targets", ", ".join(s["targets"]) + f" (AMQP {protocol})"),
         ("expected", s.get("expected") or "?"),
         ("observed", s.get("observed") or "?"),
@@ -166,162 +122,6 @@ def _drill_down(s: dict[str, Any], command: str | None) -> str:
 def _failures(page: Page, statuses: tuple[str, ...], empty: str) -> str:
     chosen = [s for s in page.signatures if s["status"] in statuses]
     return _signature_rows(chosen) if chosen else f'<p class="none">{escape(empty)}</p>'
-
-
-def _coverage(page: Page) -> str:
-    if not page.coverage:
-        return '<p class="none">No coverage for this night.</p>'
-    order = ("methods", "rules", "scenario_files", "mutation_operators")
-    spoken = sorted({str(r.get("protocol") or "") for r in page.coverage})
-    rows = sorted(
-        page.coverage,
-        key=lambda r: (spoken.index(str(r.get("protocol") or "")), order.index(r["dimension"])),
-    )
-
-    def label(row: dict[str, Any]) -> str:
-        name = row["dimension"].replace("_", " ")
-        return f"AMQP {row['protocol']} {name}" if len(spoken) > 1 else name
-
-    chart = bars([(label(r), r["exercised"], r["total"]) for r in rows])
-    lists = []
-    for r in rows:
-        missing = r.get("uncovered") or []
-        if missing:
-            items = "".join(f"<li><code>{escape(m)}</code></li>" for m in missing)
-            lists.append(
-                f'<details data-uncovered="{escape(label(r))}"><summary>{escape(label(r))}: '
-                f"{len(missing)} not exercised</summary><ul>{items}</ul></details>"
-            )
-    source = {str(r.get("totals_from")) for r in rows}
-    note = (
-        '<p class="sub">Against what a client can exercise: the methods a client may send and '
-        "the rules they carry, the scenario files and the mutation operators, as "
-        + ("the runs' files name them." if source == {"run-file"} else "the specification and "
-           "this installation name them.")
-        + "</p>"
-    )  # fmt: skip
-    return chart + note + "".join(lists)
-
-
-def _percent(covered: int, relevant: int) -> str:
-    return f"{covered / relevant:.0%}" if relevant else "-"
-
-
-def _broker_charts(b: BrokerCoverage) -> str:
-    """The curve over the run drawn and a trend per set, side by side (wrapping)."""
-    colours = {name: SET_COLOURS[i % len(SET_COLOURS)] for i, (name, _, _) in enumerate(b.sets)}
-    charts = []
-    series = [(name, b.curve[name], colours[name]) for name in colours if b.curve.get(name)]
-    if series:
-        charts.append(run_chart("lines covered over the run", series))
-    for name, colour in colours.items():
-        points = b.trend.get(name, [])
-        if points:
-            charts.append(line_chart(f"{name}, by night", points, colour))
-    return f'<div class="trends">{"".join(charts)}</div>' if charts else ""
-
-
-def _lines(n: int | None) -> str:
-    return f"{_n(n)} line" + ("" if n == 1 else "s")
-
-
-def _breakable(name: str) -> str:
-    """A module's name that a narrow table may break after its ``_`` and ``/`` (only there)."""
-    return escape(name).replace("_", "_<wbr>").replace("/", "/<wbr>")
-
-
-def _broker_modules(b: BrokerCoverage) -> str:
-    """A row per module under its set's (the named sets' first, then those measured for
-    steering only), and the functions never reached, folded."""
-    sets = {name: (covered, relevant) for name, covered, relevant in b.sets}
-    rows = []
-    folds = []
-    group: object = ()  # no set yet
-    for m in b.modules:
-        if m["set"] != group:
-            group = m["set"]
-            if m["set"] is None:
-                title = "measured for steering only (in no set)"
-            else:
-                covered, relevant = sets[m["set"]]
-                title = (
-                    f"<strong>{escape(m['set'])}</strong>: {_n(covered)} of {_n(relevant)} "
-                    f"({_percent(covered, relevant)})"
-                )
-            rows.append(f'<tr class="group"><td colspan="5">{title}</td></tr>')
-        unreached = m.get("unreached")
-        cells = (
-            _n(m["covered"]),
-            _n(m["relevant"]),
-            _percent(m["covered"], m["relevant"]),
-            _n(len(unreached)) if unreached is not None else "?",
-        )
-        rows.append(
-            f"<tr><td><code>{_breakable(m['module'])}</code></td>"
-            + "".join(f'<td class="num">{cell}</td>' for cell in cells)
-            + "</tr>"
-        )
-        if unreached:
-            items = "".join(
-                f"<li><code>{escape(u['function'])}</code> "
-                f'<span class="msg">{_lines(u["lines"])}</span></li>'
-                for u in unreached
-            )
-            folds.append(
-                f'<details data-unreached="{escape(m["module"])}"><summary>'
-                f"<code>{escape(m['module'])}</code>: {len(unreached)} function(s)</summary>"
-                f"<ul>{items}</ul></details>"
-            )
-    head = "".join(
-        f'<th class="num">{h}</th>' for h in ("covered", "relevant", "%", "never reached")
-    )
-    table = (
-        f'<div class="scroll"><table class="modules"><thead><tr><th>module</th>{head}</tr>'
-        f"</thead><tbody>{''.join(rows)}</tbody></table></div>"
-    )
-    if not folds:
-        return table
-    total = sum(len(m.get("unreached") or ()) for m in b.modules)
-    return (
-        table + f'<details class="unreached"><summary>Functions never reached: {_n(total)} in '
-        f"{len(folds)} module(s)</summary>{''.join(folds)}</details>"
-    )
-
-
-def _broker(page: Page) -> str:
-    """Per target measured: per named set the lines covered, the curve over the run, the trend
-    over nights, per module the lines and the functions no run of the night entered."""
-    if not page.broker:
-        return (
-            '<p class="none">The broker\'s code coverage was not measured this night (no '
-            "coverage records).</p>"
-        )
-    parts = [
-        "<p class=\"sub\">Lines of the broker's own code the night's campaigns ran (Erlang's "
-        "cover in a RabbitMQ node, coverage.py in a Python broker), per named set of modules: "
-        "the union over the night's runs and workers. Over the run: the worker that covered most "
-        "(each worker's curve is in the broker_coverage_points table). Functions never reached: "
-        "those no run of the night entered (? where no run ended with its final record).</p>"
-    ]
-    for b in page.broker:
-        facts = [b.product, b.how, f"{b.runs} run(s)", f"{b.workers} worker(s)"]
-        parts.append(
-            f'<h3 data-broker="{escape(b.label)}">{escape(b.label)} · AMQP {escape(b.protocol)}'
-            "</h3>"
-            f'<p class="sub">{escape(" · ".join(f for f in facts if f))}</p>'
-        )
-        if b.sets:
-            parts.append(bars([(name, covered, relevant) for name, covered, relevant in b.sets]))
-        parts.append(_broker_charts(b))
-        if b.drawn is not None:
-            run, worker = b.drawn
-            which = f"the one of {b.workers} that covered most" if b.workers > 1 else "the only one"
-            parts.append(
-                f'<p class="sub">Over the run: run <code>{escape(run)}</code>, worker '
-                f"<code>{escape(worker)}</code> ({which}).</p>"
-            )
-        parts.append(_broker_modules(b))
-    return "".join(parts)
 
 
 def _trends(page: Page) -> str:
@@ -345,19 +145,19 @@ def _runs(page: Page) -> str:
                 " ".join(filter(None, (r["target_product"], r["target_version"])))
                 + (f" · AMQP {r['target_protocol']}" if r.get("target_protocol") else "")
             ),
-            _n(r["workers"]),
-            _n(r["duration_s"]),
-            _n(r["cases"]),
-            _n(r["cases_per_s"]),
-            _n(r["failures"]),
-            _n(r.get("flaky") or 0),
+            n(r["workers"]),
+            n(r["duration_s"]),
+            n(r["cases"]),
+            n(r["cases_per_s"]),
+            n(r["failures"]),
+            n(r.get("flaky") or 0),
         )
         for r in page.runs
     ]
     headers = (
         "run", "target", "product", "workers", "seconds", "cases", "cases/s", "failures", "flaky",
     )  # fmt: skip
-    return _table(headers, rows, {3, 4, 5, 6, 7, 8})
+    return table(headers, rows, {3, 4, 5, 6, 7, 8})
 
 
 def _flaky(page: Page) -> str:
@@ -370,7 +170,7 @@ def _flaky(page: Page) -> str:
             f'<div class="msg">{escape(f["oracle"] or "")}: {escape((f["message"] or "")[:300])}'
             "</div>",
             escape(", ".join(f["targets"])),
-            _n(f["occurrences"]),
+            n(f["occurrences"]),
             escape(f["rate"] or "?"),
             escape(f"found: {f['observed'] or '?'}; the replays saw: ")
             + escape("; ".join(f["replays"]) or "?"),
@@ -379,7 +179,7 @@ def _flaky(page: Page) -> str:
         for f in page.flaky
     ]
     headers = ("signature", "targets", "tonight", "reproduced", "what differed", "replay")
-    return _table(headers, rows, {2})
+    return table(headers, rows, {2})
 
 
 def _divergences(page: Page) -> str:
@@ -392,44 +192,37 @@ def _divergences(page: Page) -> str:
             escape(d["target_label"] or ""),
             escape(f"{d['expected_outcome']} {d['expected_reply_code'] or ''}"),
             escape(f"{d['observed_outcome']} {d['observed_reply_code'] or ''}"),
-            _n(d["occurrences"]),
+            n(d["occurrences"]),
             f"<code>{escape(replay_command(d['reproducer']) or '')}</code>",
         )
         for d in page.divergences
     ]
     headers = ("spec", "mutation", "target", "reference", "observed", "cases", "replay")
-    return _table(headers, rows, {5})
+    return table(headers, rows, {5})
 
 
 def _ingest(page: Page) -> str:
     h = page.headline
     coverage = h.get("coverage_records", 0)
     summary = (
-        f"<p>{_n(len(page.ingest))} files, {_n(h['records'])} records"
-        + (f", {_n(coverage)} coverage records" if coverage else "")
-        + f", {_n(h['duplicates'])} duplicates, {_n(h['torn_lines'])} torn lines, "
-        f"{_n(h['malformed_lines'])} malformed lines.</p>"
+        f"<p>{n(len(page.ingest))} files, {n(h['records'])} records"
+        + (f", {n(coverage)} coverage records" if coverage else "")
+        + f", {n(h['duplicates'])} duplicates, {n(h['torn_lines'])} torn lines, "
+        f"{n(h['malformed_lines'])} malformed lines.</p>"
     )
     rows = [
         (
             f"<code>{escape(f['file'])}</code>",
             escape(f["state"]),
-            _n(f["records"]),
-            _n(f["duplicates"]),
-            _n(f["torn_lines"]),
-            _n(f["malformed_lines"]),
+            n(f["records"]),
+            n(f["duplicates"]),
+            n(f["torn_lines"]),
+            n(f["malformed_lines"]),
         )
         for f in page.ingest
     ]
     headers = ("file", "state", "records", "duplicates", "torn", "malformed")
-    return summary + _table(headers, rows, {2, 3, 4, 5})
-
-
-SHOWN = 12  # rows of a long table shown before the rest, behind a click
-
-
-def _status(verdict: str) -> str:
-    return f'<span class="status {escape(verdict)}">{escape(verdict)}</span>'
+    return summary + table(headers, rows, {2, 3, 4, 5})
 
 
 def _targets(page: Page) -> str:
@@ -438,7 +231,7 @@ def _targets(page: Page) -> str:
             escape(t["target_label"]),
             escape(f"AMQP {t['target_protocol']}"),
             *(
-                _n(t.get(v, 0))
+                n(t.get(v, 0))
                 for v in ("pass", "fail", "flaky", "error", "xfail", "xpass", "skip", "total")
             ),
         )
@@ -447,7 +240,7 @@ def _targets(page: Page) -> str:
     headers = (
         "target", "protocol", "pass", "fail", "flaky", "error", "xfail", "xpass", "skip", "cases",
     )  # fmt: skip
-    return _table(headers, rows, {2, 3, 4, 5, 6, 7, 8, 9})
+    return table(headers, rows, {2, 3, 4, 5, 6, 7, 8, 9})
 
 
 def _deviations(page: Page) -> str:
@@ -455,25 +248,25 @@ def _deviations(page: Page) -> str:
         return '<p class="none">No profile entry matched tonight: no known deviations.</p>'
     rows = [
         (
-            _status(d["verdict"]),
+            status(d["verdict"]),
             escape(d["target_label"] or ""),
             f"<code>{escape(d['entry'] or '(entry not recorded)')}</code>"
             f'<div class="msg">{escape(d["profile"] or "")}</div>',
             escape(d["reason"] or ""),
             escape(", ".join(d["spec_refs"])),
-            _n(d["occurrences"]),
+            n(d["occurrences"]),
         )
         for d in page.deviations
     ]
     headers = ("status", "target", "profile entry", "reason", "spec (first few)", "cases")
     shown = max(SHOWN, sum(1 for d in page.deviations if d["verdict"] == "xpass"))
-    table = _table(headers, rows[:shown], {5})
+    made = table(headers, rows[:shown], {5})
     if len(rows) > shown:
-        table += (
+        made += (
             f"<details><summary>{len(rows) - shown} more profile entries</summary>"
-            f"{_table(headers, rows[shown:], {5})}</details>"
+            f"{table(headers, rows[shown:], {5})}</details>"
         )
-    return table
+    return made
 
 
 def _xpass_callout(page: Page) -> str:
@@ -482,7 +275,7 @@ def _xpass_callout(page: Page) -> str:
         return ""
     return (
         f'<p class="callout"><strong>{len(gone)} known deviation(s) no longer happen '
-        f"(xpass, {_n(sum(d['occurrences'] for d in gone))} cases)</strong>: the profile is out "
+        f"(xpass, {n(sum(d['occurrences'] for d in gone))} cases)</strong>: the profile is out "
         'of date, or the broker changed. See <a href="#deviations">known deviations</a>.</p>'
     )
 
@@ -509,7 +302,7 @@ def _scenarios(page: Page) -> str:
             if r["verdict"] == "skip":
                 skipped.setdefault(ref, why)
                 cells.setdefault((ref, r["target_label"] or "?"), []).append(
-                    f'{_status("skip")}<div class="msg">{why}</div>'
+                    f'{status("skip")}<div class="msg">{why}</div>'
                 )
                 continue
             seen = " ".join(
@@ -518,7 +311,7 @@ def _scenarios(page: Page) -> str:
             )  # fmt: skip
             note = f'<div class="msg">{why}</div>' if why else ""
             cells.setdefault((ref, r["target_label"] or "?"), []).append(
-                f"{_status(r['verdict'])} {escape(seen)}{note}"
+                f"{status(r['verdict'])} {escape(seen)}{note}"
             )
         ran = [ref for ref in refs if any(r["spec_ref"] == ref and r["verdict"] != "skip"
                                           for r in mine)]  # fmt: skip
@@ -530,7 +323,7 @@ def _scenarios(page: Page) -> str:
             for ref in ran
         ]
         parts.append(f"<h3>AMQP {escape(protocol)}</h3>")
-        parts.append(_table(("rule", *targets), rows, set()) if rows else "")
+        parts.append(table(("rule", *targets), rows, set()) if rows else "")
         idle = [ref for ref in refs if ref not in ran]
         if idle:
             items = "".join(
@@ -576,8 +369,7 @@ def render(page: Page) -> str:
     products = sorted({r["target_label"] or "?" for r in page.runs})
     sections = [
         f"<h1>amqpfuzz nightly report: {page.night}</h1>",
-        f'<p class="sub">{_n(page.headline["runs"])} runs against '
-        f"{escape(', '.join(products))}</p>",
+        f'<p class="sub">{n(page.headline["runs"])} runs against {escape(", ".join(products))}</p>',
         _headline(page),
         '<h2 id="targets">Targets</h2>',
         _targets(page),
@@ -598,9 +390,9 @@ def render(page: Page) -> str:
         '<h2 id="matrix">Conformance by target and spec class</h2>',
         _matrices(page),
         '<h2 id="coverage">Spec coverage</h2>',
-        _coverage(page),
+        coverage(page),
         '<h2 id="broker-coverage">The broker\'s code covered</h2>',
-        _broker(page),
+        broker(page),
         "<h2>Trends</h2>",
         _trends(page),
         "<h2>Recurring failures</h2>",
