@@ -14,8 +14,8 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 __all__ = [
-    "FACT_KEYS", "divergence", "facts", "flaky_failure", "groups", "signed_failure",
-    "smallest_first",
+    "FACT_KEYS", "by_signature", "divergence", "facts", "flaky_failure", "groups",
+    "signed_failure", "smallest_first",
 ]  # fmt: skip
 
 _MAX = 2**62  # sorts records without a size after those with one
@@ -136,6 +136,23 @@ def signed_failure() -> Column:
 def flaky_failure() -> Column:
     """A failure whose replays did not all fail (schema 3): what the flaky table counts."""
     return (F.col("verdict") == "flaky") & F.col("signature").isNotNull()
+
+
+def by_signature(facts: DataFrame, which: Column) -> DataFrame:
+    """The facts ``which`` picks, per night and signature: how often (``occurrences``), on
+    which targets, first and last seen (``first_us``, ``last_us``), and the smallest case's
+    ``best`` (its reproducer, reactions, and for a flaky one its replays)."""
+    return (
+        facts.filter(which)
+        .groupBy("run_date", "signature")
+        .agg(
+            F.sum("n").alias("occurrences"),
+            F.array_sort(F.collect_set("target_label")).alias("targets"),
+            F.min("first_us").alias("first_us"),
+            F.max("last_us").alias("last_us"),
+            F.min("best").alias("best"),
+        )
+    )
 
 
 def divergence() -> Column:

@@ -26,9 +26,8 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from pyspark.sql import DataFrame
-from pyspark.sql import functions as F
 
-from .facts import signed_failure
+from .facts import by_signature, signed_failure
 
 __all__ = ["Sighting", "Status", "as_rows", "collect_sightings", "night_signatures", "statuses"]
 
@@ -66,31 +65,20 @@ class Status:
 
 def night_signatures(facts: DataFrame) -> DataFrame:
     """Per night and signature: how often, on which targets, and the smallest reproducer."""
-    return (
-        facts.filter(signed_failure())
-        .groupBy("run_date", "signature")
-        .agg(
-            F.sum("n").alias("occurrences"),
-            F.array_sort(F.collect_set("target_label")).alias("targets"),
-            F.min("first_us").alias("first_us"),
-            F.max("last_us").alias("last_us"),
-            F.min("best").alias("best"),
-        )
-        .select(
-            "run_date",
-            "signature",
-            "occurrences",
-            "targets",
-            "first_us",
-            "last_us",
-            "best.oracle",
-            "best.spec_ref",
-            "best.message",
-            "best.reproducer",
-            "best.expected",
-            "best.observed",
-            "best.protocol",
-        )
+    return by_signature(facts, signed_failure()).select(
+        "run_date",
+        "signature",
+        "occurrences",
+        "targets",
+        "first_us",
+        "last_us",
+        "best.oracle",
+        "best.spec_ref",
+        "best.message",
+        "best.reproducer",
+        "best.expected",
+        "best.observed",
+        "best.protocol",
     )
 
 

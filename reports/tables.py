@@ -21,7 +21,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, StructField, StructType, TimestampType
 
-from .facts import divergence, flaky_failure
+from .facts import by_signature, divergence, flaky_failure
 from .listing import InputFile
 from .read import FileStats, Ingest
 from .schema import TABLES, VERDICT_COLUMNS
@@ -179,15 +179,7 @@ def flaky(facts: DataFrame) -> DataFrame:
     """Flaky failures (their replays did not all fail), per night and signature: how often,
     where, and of the smallest case the rate its replays reproduced it at and what they saw."""
     return (
-        facts.filter(flaky_failure())
-        .groupBy("run_date", "signature")
-        .agg(
-            F.sum("n").alias("occurrences"),
-            F.array_sort(F.collect_set("target_label")).alias("targets"),
-            F.min("first_us").alias("first_seen"),
-            F.max("last_us").alias("last_seen"),
-            F.min("best").alias("best"),
-        )
+        by_signature(facts, flaky_failure())
         .select(
             "signature",
             F.col("best.oracle").alias("oracle"),
@@ -200,8 +192,8 @@ def flaky(facts: DataFrame) -> DataFrame:
             F.col("best.reproducer").alias("reproducer"),
             F.col("best.expected").alias("expected"),
             F.col("best.observed").alias("observed"),
-            "first_seen",
-            "last_seen",
+            F.col("first_us").alias("first_seen"),
+            F.col("last_us").alias("last_seen"),
             "run_date",
         )
         .select(*TABLES["flaky"].fieldNames())
