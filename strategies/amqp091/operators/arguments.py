@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import functools
+import re
 
-from amqpfuzz.spec.amqp091 import AmqpClass, Field, Method
+from amqpfuzz.spec.amqp091 import AmqpClass, Assert, Field, Method, Rule
 from amqpfuzz.spec.amqp091.asserts import limits, violation
 from amqpfuzz.spec.amqp091.codec import MethodFrame, raw
 from amqpfuzz.spec.amqp091.codec.tables import DIALECTS, MAX_DEPTH, defined_codes
@@ -13,6 +14,7 @@ from ...operator import Built, Operator, registrar
 from ..context import CODES, Context
 from ..frames import ENTITY_DOMAINS
 from ..source import Source
+from ..valid import tolerated
 from ..wire import CASE_CHANNEL, WireFrame
 from .common import base_frame, bytes_except, with_setup
 
@@ -176,10 +178,39 @@ def _fields_of(
     )
 
 
-def _syntax_rule(fld: Field) -> tuple[str, ...]:
-    """A field's own rule on its syntax names the code for a value that breaks the asserts
-    (exchange.declare's exchange: precondition-failed); otherwise it is a syntax-error."""
-    return tuple(r.on_failure for r in fld.rules if r.name == "syntax" and r.on_failure)
+# What a rule's text must say for a value that breaks an assert of each kind to break the rule:
+# a field's ``syntax`` rule restates in words some of the asserts its field and domain carry
+# (0-9-1's exchange.declare: "a non-empty sequence of these characters: letters, digits,
+# hyphen, underscore, period, or colon", the regexp and notnull; not the domain's length). A
+# character set is stated as characters, notnull as non-empty, a length limit and a value
+# ruled out (``ne``) by their number.
+_STATED_BY = {
+    "regexp": r"\bcharacters\b",
+    "notnull": r"\bnon-empty\b|\bnot (?:be )?(?:empty|zero)\b",
+}
+
+
+def _states(rule: Rule, check: Assert) -> bool:
+    """Whether ``rule``'s text says what ``check`` does."""
+    if check.check in ("length", "ne"):
+        pattern = rf"\b{re.escape(check.value)}\b" if check.value else None
+    else:
+        pattern = _STATED_BY.get(check.check)
+    return pattern is not None and re.search(pattern, " ".join(rule.doc.split())) is not None
+
+
+def _syntax_rule(fld: Field, value: object) -> tuple[str, ...]:
+    """The code for ``value``, which breaks ``fld``'s asserts: the on-failure of the field's own
+    rule on its syntax where that rule says what the value breaks (exchange.declare's exchange
+    name of characters the rule does not list: precondition-failed); otherwise none, and the
+    operator's syntax-error stands (a name over the domain's length, which no rule restates:
+    the domain's assert alone)."""
+    broken = [a for a in fld.asserts if violation((a,), value) is not None]
+    return tuple(
+        r.on_failure
+        for r in fld.rules
+        if r.name == "syntax" and r.on_failure and any(_states(r, a) for a in broken)
+    )
 
 
 @operator(
@@ -202,7 +233,7 @@ def assert_violation(src: Source, ctx: Context) -> Built:
     ref = f"{frame.name}/{fld.name}"
     note = f"{fld.name} breaks {what}"
     return Built(
-        (step, *ctx.completion(frame)), ref, note, frames=(broken,), codes=_syntax_rule(fld)
+        (step, *ctx.completion(frame)), ref, note, frames=(broken,), codes=_syntax_rule(fld, value)
     )
 
 
@@ -260,10 +291,15 @@ _NOT_UTF8 = (
 
 @operator(
     "invalid-utf8",
-    "short string",
+    "short string (0-9-1 section 4.2.5.3: short strings carry UTF-8 data; but the grammar, "
+    "4.2.1, has short-string = OCTET *string-char, string-char = %x01 .. %xFF: any octet but "
+    "0. Malformed under the prose only: a server that takes the octets is conformant, and its "
+    "method is then answered as a valid one is, its rules' closes included; one that refuses "
+    "them, an illegal value: syntax-error)",
     "puts bytes that are not UTF-8 in a short string",
     ("syntax-error",),
     "frame",
+    or_reply=True,
 )
 def bad_utf8(src: Source, ctx: Context) -> Built:
     frame, index, fld = _pick_field(src, ctx, frozenset({"shortstr"}))
@@ -276,6 +312,7 @@ def bad_utf8(src: Source, ctx: Context) -> Built:
         f"{frame.name}/{fld.name}",
         f"{fld.name} is not UTF-8",
         frames=(frame,),
+        tolerated=tolerated(ctx.spec, frame.method),
     )
 
 

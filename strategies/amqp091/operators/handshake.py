@@ -11,8 +11,15 @@ stages past the login are the driver's, and a case that logs in itself uses name
 What the specification requires here is often the close of the socket, not a negotiated close:
 the server's own protocol header and then the socket closed, for a header it cannot serve
 (``connection.start/protocol-name``); the socket closed without any further data, for a
-mechanism it did not propose (``connection.start-ok/mechanism/validity``) and for tune-ok
-values above its own (``connection.tune-ok/*/upper-limit``). Where the XML names no reaction,
+mechanism it did not propose (``connection.start-ok/mechanism/validity``), for tune-ok values
+above its own (``connection.tune-ok/*/upper-limit``) and for any error it detects before
+connection.open: 0-9-1 section 2.2.4, "There is no hand-shaking for errors on connections that
+are not fully open. Following successful protocol header negotiation [...] and prior to sending
+or receiving Open or Open-Ok, a peer that detects an error MUST close the socket without sending
+any further data" (a failed login, a method out of order). A connection.close there is tolerated
+only where the case's own start-ok asked for one (RabbitMQ's authentication failure
+notification). An error in connection.open itself (an unknown virtual host) is one the server
+detects after receiving Open: its connection.close is the reply. Where the XML names no reaction,
 each operator says how it reads the text.
 """
 
@@ -20,7 +27,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import Any, TypeVar
@@ -28,7 +35,7 @@ from typing import Any, TypeVar
 from amqpfuzz.spec import OutcomeKind, Scope
 from amqpfuzz.spec.amqp091 import Spec
 from amqpfuzz.spec.amqp091.asserts import violation
-from amqpfuzz.spec.amqp091.codec import ProtocolHeader
+from amqpfuzz.spec.amqp091.codec import MethodFrame, ProtocolHeader
 
 from ...cases import ErrorCode, Placement, Reaction
 from ...operator import Built, Operator, Special, registrar
@@ -81,8 +88,11 @@ _NOT_HEADERS = (
     b"GET / HTTP/1.1\r\n\r\n",
 )
 _PROPERTIES = {"product": "amqpfuzz"}
-# RabbitMQ's extension: a client that announces it is told why its login was refused
-_TOLD = {"product": "amqpfuzz", "capabilities": {"authentication_failure_close": True}}
+# RabbitMQ's extension (its "authentication failure notifications"): a client that announces
+# this capability in start-ok's client-properties is sent connection.close access-refused for a
+# refused login, before the socket closes; without it, the socket closes silently (2.2.4)
+_FAILURE_CLOSE = "authentication_failure_close"
+_TOLD = {"product": "amqpfuzz", "capabilities": {_FAILURE_CLOSE: True}}
 # names no server proposes as its mechanism: not the proposed PLAIN's case or spelling, a list,
 # RabbitMQ's demonstration mechanism (never offered unless configured)
 _MECHANISMS = ("plain", "PLAIN AMQPLAIN", "PLAIN ", "RABBIT-CR-DEMO")
@@ -92,12 +102,11 @@ _MECHANISMS = ("plain", "PLAIN AMQPLAIN", "PLAIN ", "RABBIT-CR-DEMO")
 class _Closing(Operator):
     """An operator whose case the server must answer by closing the socket, not with a
     negotiated close: after its own protocol header (``header``), or without sending anything
-    more; ``accepted``: or by speaking what was sent; ``told``: or after a connection.close
-    with one of these codes saying why."""
+    more; ``accepted``: or by speaking what was sent. A case that asked to be told why (its
+    start-ok) carries the close it may be told with itself (:attr:`Built.tolerated`)."""
 
     header: bool = False
     accepted: bool = False
-    told: tuple[str, ...] = ()
 
     def reaction(self, spec: Any, names: tuple[str, ...] = ()) -> Reaction:
         return _closing(self, spec)
@@ -105,14 +114,10 @@ class _Closing(Operator):
 
 @functools.cache
 def _closing(op: _Closing, spec: Spec) -> Reaction:
-    told = tuple(
-        ErrorCode(c.name, c.value, Scope.CONNECTION) for c in (spec.constant(n) for n in op.told)
-    )
     return Reaction(
         OutcomeKind.SOCKET_CLOSE,
         responses=("protocol header",) if op.header else (),
         or_reply=op.accepted,
-        tolerated=told,
     )
 
 
@@ -125,7 +130,6 @@ def closing(
     *,
     header: bool = False,
     accepted: bool = False,
-    told: tuple[str, ...] = (),
     rule: str | None = None,
 ) -> Callable[[_Build], _Build]:
     """Like ``operator``, for a case the server must answer by closing the socket."""
@@ -133,7 +137,7 @@ def closing(
     def register(build: _Build) -> _Build:
         scope, codes = Special.SOCKET, ()
         closes = _Closing(name, description, breaks, codes, level, build, CODES, scope, rule=rule)
-        OPERATORS.append(replace(closes, header=header, accepted=accepted, told=told))
+        OPERATORS.append(replace(closes, header=header, accepted=accepted))
         STAGES[name] = stage
         return build
 
@@ -158,12 +162,6 @@ def _ref(spec: Spec, rule: str) -> str:
     except KeyError:
         return rule.rsplit("/", 1)[0]
     return rule
-
-
-def _known(spec: Spec, *names: str) -> tuple[str, ...]:
-    """The codes of ``names`` the spec defines (0-8 and 0-9 have no unexpected-frame)."""
-    defined = CODES.names(spec)
-    return tuple(n for n in names if n in defined)
 
 
 def _raw(data: bytes, note: str) -> WireFrame:
@@ -198,6 +196,28 @@ def _start_ok(
         response=response,
         locale="en_US",
     )
+
+
+def _asks_to_be_told(ctx: Context, steps: Sequence[WireFrame]) -> bool:
+    """Whether the case's own start-ok (its bytes, read back) announces the
+    authentication_failure_close capability in its client-properties."""
+    reader = ctx.codec.reader(check_asserts=False)
+    reader.feed(ctx.spec.protocol_header)
+    for frame in reader.feed(b"".join(step.render(0) for step in steps)):
+        if isinstance(frame, MethodFrame) and frame.name == "connection.start-ok":
+            capabilities = frame.arguments["client_properties"].get("capabilities")
+            return isinstance(capabilities, Mapping) and capabilities.get(_FAILURE_CLOSE) is True
+    return False
+
+
+def _told(ctx: Context, steps: Sequence[WireFrame]) -> tuple[ErrorCode, ...]:
+    """The close a failed login may be answered with before the socket closes: connection.close
+    access-refused, where the case's start-ok asked for it; none otherwise (2.2.4: the socket
+    closed without any further data)."""
+    if not _asks_to_be_told(ctx, steps):
+        return ()
+    refused = ctx.spec.constant("access-refused")
+    return (ErrorCode(refused.name, refused.value, Scope.CONNECTION),)
 
 
 def _vhost(src: Source, ctx: Context) -> str:
@@ -291,13 +311,12 @@ def unknown_mechanism(src: Source, ctx: Context) -> Built:
 
 @closing(
     "refused-login",
-    "login (a server closes the socket on a failed login, as it must for a mechanism it does "
-    "not know; it may say why first: connection.close with access-refused, which RabbitMQ "
-    "sends a client that announces authentication_failure_close)",
+    "login (0-9-1 section 2.2.4: an error before Open or Open-Ok closes the socket without "
+    "any further data; a case whose start-ok announces authentication_failure_close, RabbitMQ's "
+    "extension, may be told why first: connection.close with access-refused)",
     "logs in with PLAIN as a user made for the case, or as guest with a password made for it",
     "rule",
     Stage.START,
-    told=("access-refused",),
 )
 def refused_login(src: Source, ctx: Context) -> Built:
     way = src.below(3)
@@ -313,18 +332,20 @@ def refused_login(src: Source, ctx: Context) -> Built:
     told = src.byte() % 4 != 0  # mostly: RabbitMQ is quick to say why, slow to say nothing
     steps = (_start_ok(ctx, response, told=told),)
     note += ", told why" if told else ""
-    return Built(steps, "connection.start-ok", note, placement=Placement.START)
+    return Built(
+        steps, "connection.start-ok", note, placement=Placement.START, tolerated=_told(ctx, steps)
+    )
 
 
 @closing(
     "malformed-response",
     "PLAIN's response ([authzid] NUL authcid NUL passwd, RFC 4616; the start-ok response "
-    "is notnull): one that is not of that form is a failed login (the socket closed, or a "
-    "connection.close with access-refused or syntax-error first)",
+    "is notnull): one that is not of that form is a failed login (0-9-1 section 2.2.4: the "
+    "socket closed without any further data; connection.close access-refused first only for "
+    "a case whose start-ok announces authentication_failure_close)",
     "answers connection.start with PLAIN and a response that is not PLAIN's",
     "rule",
     Stage.START,
-    told=("access-refused", "syntax-error"),
 )
 def malformed_response(src: Source, ctx: Context) -> Built:
     user = ctx.fresh_name(src, "user-").encode()
@@ -338,8 +359,12 @@ def malformed_response(src: Source, ctx: Context) -> Built:
             (b"\0\0", "empty identity and password"),
         )
     )
-    steps = (_start_ok(ctx, response),)
-    return Built(steps, "connection.start-ok", f"PLAIN response: {note}", Placement.START)
+    told = src.byte() % 4 != 0  # as refused-login's: announced, mostly
+    steps = (_start_ok(ctx, response, told=told),)
+    note = f"PLAIN response: {note}" + (", told why" if told else "")
+    return Built(
+        steps, "connection.start-ok", note, placement=Placement.START, tolerated=_told(ctx, steps)
+    )
 
 
 @closing(
@@ -412,18 +437,16 @@ def unknown_vhost(src: Source, ctx: Context) -> Built:
     )
 
 
-@staged(Stage.TUNE)
-@operator(
+@closing(
     "out-of-order",
-    "method order (the grammar's open-connection: C:OPEN follows C:TUNE-OK; anything else "
-    "there is an invalid sequence, a frame on a channel one that was not expected)",
+    "method order (the grammar's open-connection: C:OPEN follows C:TUNE-OK; an error before "
+    "Open or Open-Ok, 0-9-1 section 2.2.4: the socket closed without any further data)",
     "sends, after a valid tune-ok, a handshake method again or a channel's, not connection.open",
-    ("command-invalid", "channel-error"),
     "sequence",
+    Stage.TUNE,
 )
 def out_of_order(src: Source, ctx: Context) -> Built:
     way = src.below(5)
-    codes: tuple[str, ...] = ("command-invalid", "channel-error")
     if way == 1:
         wrong = _tune_ok(ctx)
     elif way == 2:
@@ -432,15 +455,11 @@ def out_of_order(src: Source, ctx: Context) -> Built:
         wrong = _method(ctx, "connection.close-ok")
     elif way == 4:
         wrong = _method(ctx, "channel.open", 1)
-        codes = (*codes, "unexpected-frame")
     else:
         wrong = _start_ok(ctx, _login(src, ctx))
     name = wrong.label.split("(")[0]
     steps = (_tune_ok(ctx), wrong)
-    return Built(
-        steps, name, f"{name} in connection.open's place", Placement.START,
-        codes=_known(ctx.spec, *codes),
-    )  # fmt: skip
+    return Built(steps, name, f"{name} in connection.open's place", Placement.START)
 
 
 # -- an open connection ----------------------------------------------------------------------

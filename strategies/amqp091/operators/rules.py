@@ -6,6 +6,7 @@ rules, and each is a defect of its own."""
 from __future__ import annotations
 
 import functools
+import re
 
 from amqpfuzz.spec.amqp091 import Field, Method, Spec
 from amqpfuzz.spec.amqp091.codec import MethodFrame
@@ -44,14 +45,23 @@ def _plain(method: Method) -> list[object]:
     ]
 
 
+# A rule about an entity's existence says so: "a queue that does not exist", "a non-existent
+# exchange". The other not-found rules on the same fields (the queue-known rules: "The client
+# MUST either specify a queue name or have previously declared a queue on the same channel")
+# are about a name left empty, which a case naming a missing entity does not break.
+_EXISTENCE = re.compile(r"\bdoes not exist\b|\bnon-existent\b")
+
+
 @functools.cache
 def _entity_rules(spec: Spec) -> tuple[tuple[Method, Field | None, str], ...]:
-    """Rules that fail with not-found on a method naming a queue or exchange."""
+    """Rules that fail with not-found on a method naming a queue or exchange, and that a name
+    of one that does not exist breaks (their text speaks of an entity that does not exist)."""
     return tuple(
         (m, f, ref)
         for m, f, ref in _rules_failing_with(spec, "not-found")
         if any(fld.domain in ENTITY_DOMAINS for fld in m.fields)
         and (f is None or f.domain in ENTITY_DOMAINS or f.type == "bit")
+        and _EXISTENCE.search(" ".join(spec.rule(ref).doc.split()))
     )
 
 

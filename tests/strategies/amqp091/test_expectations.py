@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import random
+import re
 from typing import Any
 
 import pytest
@@ -150,3 +151,117 @@ def test_a_virtual_host_nobody_made_breaks_no_assert(protocol: str, name: str) -
                 opened += 1
                 assert violation(fld.asserts, frame.arguments["virtual_host"]) is None, case
     assert opened > 50
+
+
+# -- second pass: the broker-side expectations the audit left open ---------------------------
+
+
+def test_a_short_string_that_is_not_utf8_may_be_accepted() -> None:
+    # 4.2.1's grammar: short-string = OCTET *string-char, string-char = %x01 .. %xFF; only
+    # 4.2.5.3's prose says UTF-8. A server that takes the octets is conformant, and answers the
+    # method as a valid one (a name it then finds nowhere: its rules' not-found); one that
+    # refuses them closes with 502
+    cases = _cases("invalid-utf8")[:200]
+    for case in cases:
+        expected = case.expected
+        assert expected.outcome == "connection-close" and expected.code == 502, case
+        assert expected.or_reply and expected.accepts("reply", None), case
+        assert not expected.accepts("connection-close", 501)
+    assert any(c.expected.accepts("channel-close", 404) for c in cases)
+
+
+def _broken(case: Case) -> Any:
+    (frame,) = case.frames
+    return frame
+
+
+@pytest.mark.parametrize("method", ["queue.declare", "exchange.declare"])
+def test_a_name_over_its_domain_s_length_is_a_syntax_error_not_the_syntax_rule_s(
+    method: str,
+) -> None:
+    # the field's syntax rule (on-failure precondition-failed) is about its characters (and an
+    # exchange name's being non-empty); a name of allowed characters over the domain's length
+    # (127) breaks the domain's assert alone: 502 syntax-error, a connection exception
+    spec = load("0-9-1")
+    fld = next(f for f in spec.method(method).fields if f.name in ("queue", "exchange"))
+    seen = {"length": 0, "other": 0}
+    for case in _cases("assert-violation"):
+        if not case.spec_ref.startswith(f"{method}/{fld.name}"):
+            continue
+        value = _broken(case).arguments[fld.attr]
+        what = case.note.split(" breaks ")[1]
+        if what.startswith("length"):
+            assert len(value) > 127 and re.fullmatch(r"[a-zA-Z0-9-_.:]*", value), case
+            assert case.expected.outcome == "connection-close", case
+            assert [c.name for c in case.expected.codes] == ["syntax-error"], case
+            seen["length"] += 1
+        else:  # the characters, or an empty exchange name: what the rule says
+            assert case.expected.outcome == "channel-close", case
+            assert case.expected.codes[0].name == "precondition-failed", case
+            seen["other"] += 1
+    assert seen["length"] and seen["other"], seen
+
+
+def _start_ok(case: Case) -> MethodFrame:
+    codec = codec_for("0-9-1")
+    reader = codec.reader(check_asserts=False)
+    reader.feed(codec.spec.protocol_header)
+    return next(
+        f
+        for f in reader.feed(case.render(1))
+        if isinstance(f, MethodFrame) and f.name == "connection.start-ok"
+    )
+
+
+@pytest.mark.parametrize("name", ["refused-login", "malformed-response"])
+def test_a_failed_login_is_told_why_only_where_its_start_ok_asked(name: str) -> None:
+    # 2.2.4: before Open or Open-Ok, "a peer that detects an error MUST close the socket
+    # without sending any further data"; RabbitMQ's extension sends connection.close 403 first
+    # to a client whose start-ok announced authentication_failure_close, and to no other
+    told = {True: 0, False: 0}
+    for case in _cases(name)[:300]:
+        properties = _start_ok(case).arguments["client_properties"]
+        asked = properties.get("capabilities", {}).get("authentication_failure_close") is True
+        told[asked] += 1
+        assert case.expected.outcome == "socket-close" and not case.expected.codes, case
+        assert case.expected.accepts("socket-close", None)
+        assert case.expected.accepts("connection-close", 403) == asked, case
+        assert not case.expected.accepts("connection-close", 502), case
+    assert told[True] and told[False], told
+
+
+@pytest.mark.parametrize("protocol", ["0-9-1", "0-9", "0-8"])
+def test_a_method_out_of_order_before_open_closes_the_socket_without_a_word(
+    protocol: str,
+) -> None:
+    # 2.2.4: an error detected "prior to sending or receiving Open or Open-Ok": the socket is
+    # closed without sending any further data, not connection.close 503, 504 or 505
+    for case in _cases("out-of-order", protocol)[:100]:
+        assert case.expected.outcome == "socket-close", case
+        assert not case.expected.codes and not case.expected.tolerated, case
+        assert not case.expected.responses and not case.expected.or_reply, case
+        for code in (503, 504, 505):
+            assert not case.expected.accepts("connection-close", code), case
+
+
+@pytest.mark.parametrize("name", ["unknown-vhost", "handshake-again"])
+def test_errors_in_or_after_connection_open_keep_their_negotiated_close(name: str) -> None:
+    # the server has received Open (unknown-vhost: its close is the reply to it) or the
+    # connection is open (handshake-again): 2.2.4's silent close no longer applies
+    for case in _cases(name)[:50]:
+        assert case.expected.outcome == "connection-close", case
+
+
+def test_a_missing_entity_case_names_the_rule_it_breaks() -> None:
+    # a queue named that does not exist breaks the field's must-exist rule; queue-known ("either
+    # specify a queue name or have previously declared a queue") is about an empty name
+    refs = set()
+    for case in _cases("missing-entity"):
+        refs.add(case.spec_ref)
+        frame = _broken(case)
+        fld = case.spec_ref.split("/")[1]
+        named = {f.name: v for f, v in zip(frame.method.fields, frame.values, strict=True)}
+        if isinstance(named.get(fld), str):
+            assert named[fld], case  # a name, never the empty one
+    assert not any(ref.endswith("/queue-known") for ref in refs), sorted(refs)
+    assert "queue.bind/queue/must-exist" in refs and "queue.purge/queue/must-exist" in refs
