@@ -12,7 +12,9 @@ the category our own decoder gives the case) or ``ignore`` (the specification sa
 ignores what was sent). Where the specification says a frame is
 wrong but names no reaction, ``or_reply`` marks that accepting it is conformant too (the peer must
 stay up). Its ``build`` reads the valid frames it starts from, and how it breaks them, from a
-:class:`~.source.Source`.
+:class:`~.source.Source`. An operator that has no case against some peers (a frame over a
+limit the peer did not set) says which contexts it has one in (``usable``); the others do not
+draw it.
 """
 
 from __future__ import annotations
@@ -73,7 +75,8 @@ class Built:
     (:attr:`Case.placement`), the valid frames they came from (0-9-1), where the
     specification names a more specific code for this case, its name (0-9-1), and the closes
     it also allows this case (``tolerated``: another scope the text names, a code a value the
-    case cannot know may call for)."""
+    case cannot know may call for, the close the case's own frames asked for, the closes its
+    method's rules name where a peer may take the case as valid)."""
 
     steps: tuple[Step, ...]
     spec_ref: str
@@ -95,7 +98,8 @@ class Operator:
     ``frame``, ``encoding``, ``semantic``, ``state``; 0-10: ``frame``, ``assembly``,
     ``encoding``, ``state``). ``rule`` is a rule of the spec whose on-failure code, where the
     file has the rule, comes first; ``targets`` gives the rules of a spec the operator can
-    break (none: it does not apply)."""
+    break (none: it does not apply); ``usable`` whether a context (what is known of the peer)
+    leaves it something to break (None: every context does)."""
 
     name: str
     description: str
@@ -110,6 +114,11 @@ class Operator:
     targets: Callable[[Any], tuple[object, ...]] | None = field(
         default=None, repr=False, compare=False
     )
+    usable: Callable[[Any], bool] | None = field(default=None, repr=False, compare=False)
+
+    def usable_in(self, context: Any) -> bool:
+        """Whether this operator has a case in ``context`` (a peer's limits may leave none)."""
+        return self.usable is None or self.usable(context)
 
     def applies_to(self, spec: Any) -> bool:
         """Whether ``spec`` defines the codes (and has the rules) this operator needs."""
@@ -241,6 +250,10 @@ def selected(
 
 
 def pick_operator(operators: Sequence[Operator], context: Any) -> Callable[[Source], Case]:
-    """Reads an operator, then its case, from a source; zeros read as the first operator."""
-    chosen = tuple(operators)
+    """Reads an operator, then its case, from a source; zeros read as the first operator.
+    Operators with no case in ``context`` are not drawn (InvalidArgument if that leaves none)."""
+    chosen = tuple(op for op in operators if op.usable_in(context))
+    if not chosen:
+        names = [op.name for op in operators]
+        raise InvalidArgument(f"operators={names!r}: none has a case against this peer")
     return lambda src: chosen[src.below(len(chosen))].case(src, context)

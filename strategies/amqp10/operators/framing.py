@@ -3,6 +3,8 @@ frames larger than the peer takes."""
 
 from __future__ import annotations
 
+from hypothesis.errors import InvalidArgument
+
 from amqpfuzz.spec.amqp10.codec import MIN_MAX_FRAME_SIZE, Symbol, raw
 
 from ...cases import Placement
@@ -12,6 +14,10 @@ from ..context import Context
 from .common import operator, session_frame
 
 __all__: list[str] = []
+
+# the largest SIZE a frame header holds (transport 2.3.1: a 32-bit unsigned integer), which is
+# also open's max-frame-size when a peer announces none (2.7.1: default 4294967295)
+NO_FRAME_LIMIT = 0xFFFFFFFF
 
 
 def _body(src: Source, ctx: Context) -> tuple[str, bytes]:
@@ -102,16 +108,29 @@ def unknown_frame_type(src: Source, ctx: Context) -> Built:
     return Built((wire,), name, f"TYPE 0x{kind:02x}")
 
 
+def _limited(ctx: Context) -> bool:
+    """Whether the peer's max-frame-size leaves a frame that is over it: SIZE is 32 bits, so a
+    peer that announced none (its default, 4294967295: "no specific limit" in effect) takes
+    every frame there is."""
+    return ctx.max_frame_size < NO_FRAME_LIMIT
+
+
 @operator(
     "frame-over-max",
     "a frame over the max-frame-size the peer announced in its open (transport 2.7.1 open: "
-    "a peer that receives an oversized frame MUST close the connection with framing-error)",
+    "a peer that receives an oversized frame MUST close the connection with framing-error; "
+    "not drawn against a peer that announced none, whose limit no frame can pass)",
     "pads a flow's properties so that its frame is larger than the negotiated max-frame-size",
     ("framing-error",),
     "connection",
     "frame",
+    usable=_limited,
 )
 def frame_over_max(src: Source, ctx: Context) -> Built:
+    if not _limited(ctx):  # never a frame of 4 GiB: the peer takes any frame at all
+        raise InvalidArgument(
+            f"frame-over-max: max-frame-size {ctx.max_frame_size} leaves no frame over it"
+        )
     over = 1 + src.below(64)
     flow = ctx.codec.composite(
         "flow", incoming_window=0, next_outgoing_id=0, outgoing_window=0, properties={}

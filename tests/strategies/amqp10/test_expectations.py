@@ -6,8 +6,13 @@ from __future__ import annotations
 
 import random
 
+import pytest
+from hypothesis.errors import InvalidArgument
+
 from amqpfuzz.spec.amqp10.codec import codec_for
-from amqpfuzz.strategies import Case, malformed_case_builder
+from amqpfuzz.strategies import Case, malformed_case_builder, operators
+from amqpfuzz.strategies.amqp10.family import FAMILY
+from amqpfuzz.strategies.source import Source
 
 codec = codec_for()
 
@@ -54,3 +59,28 @@ def test_a_handle_a_peer_may_not_support_may_close_the_connection() -> None:
         assert case.expected.accepts("session-close", "amqp:session:unattached-handle")
         assert case.expected.accepts("connection-close", framing) == beyond, case
     assert seen[True] and seen[False]
+
+
+def test_a_frame_over_max_is_not_drawn_against_a_peer_with_no_limit() -> None:
+    # open's max-frame-size defaults to 4294967295, the most a 32-bit SIZE can say (2.7.1,
+    # 2.3.1): against a peer that announced none no frame is oversized, and the operator must
+    # not build a frame of 4 GiB trying
+    op = next(o for o in operators("1.0") if o.name == "frame-over-max")
+    unlimited = FAMILY.context("1.0", frame_max=0xFFFFFFFF, prefix="amqpfuzz-e-")
+    assert not op.usable_in(unlimited)
+    assert op.usable_in(FAMILY.context("1.0", frame_max=0xFFFFFFFE))
+    with pytest.raises(InvalidArgument, match="frame-over-max"):
+        op.case(Source(bytes(512)), unlimited)
+    # a zeroed blob reads as the first operator named: frame-over-max is not drawn at all
+    build = malformed_case_builder(
+        ["frame-over-max", "early-large-frame"], protocol="1.0", frame_max=0xFFFFFFFF
+    )
+    rnd = random.Random("unlimited")
+    for blob in (bytes(512), *(rnd.randbytes(512) for _ in range(50))):
+        assert build(blob).operator == "early-large-frame"
+    with pytest.raises(InvalidArgument, match="none has a case"):
+        malformed_case_builder(["frame-over-max"], protocol="1.0", frame_max=0xFFFFFFFF)
+    # with a limit, the frame is just over it
+    limited = malformed_case_builder(["frame-over-max"], protocol="1.0", frame_max=4096)
+    case = limited(bytes(512))
+    assert 4096 < len(case.steps[0].render(3)) <= 4096 + 64
