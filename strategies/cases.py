@@ -63,6 +63,10 @@ class ErrorCode:
     scope: Scope
 
 
+def _code_data(code: Code) -> dict[str, Any]:
+    return {"name": code.name, "value": code.value, "scope": code.scope.value}
+
+
 class Placement(StrEnum):
     """What the fuzzer must provide before a case's steps go (:attr:`Case.placement`)."""
 
@@ -198,23 +202,33 @@ class Reaction:
         """The reaction as JSON data (a reproducer keeps it), codes by name and value."""
         return {
             "outcome": self.outcome,
-            "codes": [{"name": c.name, "value": c.value} for c in self.codes],
+            "codes": [_code_data(c) for c in self.codes],
             "responses": list(self.responses),
             "or_reply": self.or_reply,
-            "tolerated": [{"name": c.name, "value": c.value} for c in self.tolerated],
+            "tolerated": [_code_data(c) for c in self.tolerated],
             "text": str(self),
         }
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], code: Callable[[str], Code]) -> Reaction:
-        """The reaction :meth:`as_dict` wrote; ``code`` finds a code by name in the spec.
-        Raises KeyError or TypeError for data that is not one."""
+        """The reaction :meth:`as_dict` wrote; ``code`` finds a code by name in the spec (its
+        scope the one written, where the case closed another than the spec's own: a 403 a
+        login's case allows on the connection). Raises KeyError or TypeError for data that is
+        not one."""
+
+        def found(item: Mapping[str, Any]) -> Code:
+            known = code(item["name"])
+            scope = item.get("scope")
+            if scope is None or scope == known.scope.value:
+                return known
+            return ErrorCode(known.name, known.value, Scope(scope))
+
         return cls(
             OutcomeKind(data["outcome"]),
-            tuple(code(c["name"]) for c in data["codes"]),
+            tuple(found(c) for c in data["codes"]),
             tuple(str(r) for r in data["responses"]),
             bool(data["or_reply"]),
-            tuple(code(c["name"]) for c in data["tolerated"]),
+            tuple(found(c) for c in data["tolerated"]),
         )
 
     def __str__(self) -> str:

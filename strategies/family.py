@@ -119,7 +119,13 @@ def case_builder(
     if valid_share + traffic_share + state_share > 1.0:
         raise InvalidArgument("valid_share + traffic_share + state_share: at most 1")
     context = family.context(protocol, frame_max=frame_max, prefix=prefix, **options)
-    chosen = selected(family.catalogue(protocol), operators, protocol)
+    # (an operator with no case against this peer, such as an oversized frame where it set no
+    # limit, is not drawn)
+    chosen = tuple(
+        op
+        for op in selected(family.catalogue(protocol), operators, protocol)
+        if op.usable_in(context)
+    )
     valid = tuple(Arm(m, family.valid(context, (m,))) for m in family.case_methods(context))
     malformed = tuple(Arm(op.name, functools.partial(op.case, context=context)) for op in chosen)
     put = family.in_state(context)

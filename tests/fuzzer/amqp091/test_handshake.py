@@ -167,10 +167,14 @@ def test_the_connection_operators_on_rabbitmq_fail_only_where_its_profile_says(
     assert stats.failures == 0, stats.signatures
     verdicts = collections.Counter((r["mutation"], r["verdict"]) for r in records)
     assert {m for m, _ in verdicts} == set(NAMES)
-    # every operator but the one RabbitMQ answers with another code passes at least once
-    assert {m for m, v in verdicts if v == "pass"} == set(NAMES) - {"unknown-vhost"}
+    # every operator but those RabbitMQ answers otherwise passes at least once: it closes with
+    # a code where 2.2.4 asks for the socket closed without a word (out-of-order), and an
+    # unknown virtual host gets 530, not 402
+    assert {m for m, v in verdicts if v == "pass"} == set(NAMES) - {"unknown-vhost", "out-of-order"}
     xfails = {r["deviation_entry"] for r in records if r["verdict"] == "xfail"}
-    assert all("unknown-vhost" in e or "channel-above-max" in e for e in xfails), xfails
+    assert all(
+        "unknown-vhost" in e or "channel-above-max" in e or "out-of-order" in e for e in xfails
+    ), xfails
     seen = {(r["mutation"], r["observed"]["outcome"]) for r in records}
     assert ("other-protocol-header", "reply") in seen  # 0-8, 0-9 and 1.0 spoken on the port
     assert ("refused-login", "socket-close") in seen and ("channel-above-max", "reply") in seen

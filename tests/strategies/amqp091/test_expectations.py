@@ -12,11 +12,12 @@ from typing import Any
 import pytest
 
 from amqpfuzz import strategies as afs
+from amqpfuzz.fuzzer.protocols.families import driver_for
 from amqpfuzz.spec.amqp091 import load
 from amqpfuzz.spec.amqp091.asserts import violation
 from amqpfuzz.spec.amqp091.codec import MethodFrame, codec_for
 from amqpfuzz.spec.amqp091.codec.tables import DIALECTS, GRAMMARS
-from amqpfuzz.strategies import Case
+from amqpfuzz.strategies import Case, Reaction
 from amqpfuzz.strategies.amqp091.family import FAMILY
 from amqpfuzz.strategies.source import Source
 
@@ -228,6 +229,18 @@ def test_a_failed_login_is_told_why_only_where_its_start_ok_asked(name: str) -> 
         assert case.expected.accepts("connection-close", 403) == asked, case
         assert not case.expected.accepts("connection-close", 502), case
     assert told[True] and told[False], told
+
+
+def test_a_reaction_read_back_from_a_reproducer_keeps_the_scope_its_codes_close() -> None:
+    """A failed login's 403 closes the connection (a soft code, read by its name alone, would
+    close a channel): a reproducer's reaction, read back, allows what the case allowed."""
+    driver = driver_for("0-9-1")
+    for case in _cases("refused-login")[:100]:
+        again = Reaction.from_dict(case.expected.as_dict(), driver.code)
+        assert again == case.expected, case
+        assert again.accepts("connection-close", 403) == case.expected.accepts(
+            "connection-close", 403
+        )
 
 
 @pytest.mark.parametrize("protocol", ["0-9-1", "0-9", "0-8"])
