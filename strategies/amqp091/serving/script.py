@@ -29,6 +29,7 @@ from ..frames import ZERO, content_builder
 from ..source import Source, field_generator
 
 __all__ = [
+    "BEFORE_OPEN",
     "SCRIPT_BLOB",
     "Delivery",
     "Point",
@@ -78,6 +79,14 @@ class Point(StrEnum):
     REPLY = "reply"  # the answer to one of the client's synchronous methods once it is open
     DELIVER = "deliver"  # one of the script's own deliveries, once the client consumes
     AFTER = "after"  # once the client has gone quiet: frames of the server's own
+
+
+# The points before the client sends connection.open: 0-9-1 section 2.2.4, "There is no
+# hand-shaking for errors on connections that are not fully open. Following successful protocol
+# header negotiation [...] and prior to sending or receiving Open or Open-Ok, a peer that detects
+# an error MUST close the socket without sending any further data." An operator striking there
+# requires that of the client, whatever code the error would carry on an open connection.
+BEFORE_OPEN = frozenset({Point.START, Point.TUNE})
 
 
 @dataclass(frozen=True)
@@ -202,8 +211,15 @@ def script_builder(
     spec: Spec, operators: tuple[Operator, ...], points: Mapping[str, Point], valid_share: float
 ) -> Callable[[bytes], Script]:
     """Reads a :class:`Script` from a blob: ``valid_share`` of them break nothing; the others
-    one of ``operators`` at its point (``points``: each operator's, by name)."""
+    one of ``operators`` at its point (``points``: each operator's, by name), of those that
+    apply to ``spec`` (0-8 and 0-9 define no unexpected-frame: the operators that require it
+    have no case there); ValueError if operators were given and none applies."""
     threshold = round(valid_share * 256)
+    given = operators
+    operators = tuple(op for op in given if op.applies_to(spec))
+    if given and not operators:
+        names = ", ".join(op.name for op in given)
+        raise ValueError(f"no operator of {names} applies to AMQP {spec.protocol}")
 
     def build(blob: bytes) -> Script:
         src = Source(blob)

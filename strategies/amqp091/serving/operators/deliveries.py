@@ -1,6 +1,14 @@
 """Server-side 0-8/0-9/0-9-1 operators on a delivery's content: body sizes, bodies and
 headers alone or of another class, frames over frame-max, header table types and property
-flags, a method within content, a delivery on a channel not open."""
+flags, a method within content, a delivery on a channel not open.
+
+Section 4.2.6 answers incomplete or badly formatted content ("missing content headers, wrong
+class IDs in content headers, missing content body frames") with 505 unexpected-frame, and
+4.2.6.1 a content header's wrong class-id with 501 frame-error. It also says that "any
+non-content frame explicitly marks the end of the content", so that a sender may abort a
+content: a method in the middle of a content is read either way, as an error or as an abort.
+An operator that puts a method there follows it with a body frame, which has no header before
+it by either reading: 505 whichever way the client reads the method."""
 
 from __future__ import annotations
 
@@ -31,7 +39,7 @@ def _delivery(
     Point.DELIVER,
     "body-size-larger",
     "content size",
-    "declares a body larger than the bodies that follow, then a method",
+    "declares a body larger than the bodies that follow, then a method and a body frame",
     ("unexpected-frame",),
     "sequence",
 )
@@ -42,7 +50,9 @@ def body_size_larger(src: Source, strike: Strike) -> Built:
         header.channel, header.class_id, header.body_size + extra, header.properties
     )
     after = MethodFrame(method.channel, method.method, method.values)
-    steps = (*_delivery(strike, method, lying, bodies), wired(strike, after))
+    # the method ends the content, or aborts it; the body frame after it has no header: 505
+    orphan = ContentBody(header.channel, src.take(src.between(1, 32)))
+    steps = (*_delivery(strike, method, lying, bodies), wired(strike, after), wired(strike, orphan))
     return Built(steps, method.name, f"body-size {extra} larger than sent", frames=(method,))
 
 
@@ -96,8 +106,9 @@ def header_alone(src: Source, strike: Strike) -> Built:
     "header-class",
     "content header",
     "gives the header another class than its method",
-    ("frame-error",),
+    ("frame-error",),  # 4.2.6.1
     "sequence",
+    also=("unexpected-frame",),  # 4.2.6: "wrong class IDs in content headers" (0-9-1 only)
 )
 def header_class(src: Source, strike: Strike) -> Built:
     method, header, bodies = struck_content(strike)
@@ -118,7 +129,9 @@ def header_class(src: Source, strike: Strike) -> Built:
 )
 def above_frame_max(src: Source, strike: Strike) -> Built:
     method, header, _ = struck_content(strike)
-    limit = strike.frame_max or 131072
+    if not strike.frame_max:  # no frame-max agreed: no frame is oversized (connection.tune)
+        return _undecodable(src, strike, method, header)
+    limit = strike.frame_max
     size = limit - 8 + src.between(1, 4096)
     body = ContentBody(header.channel, bytes(size))
     sized = ContentHeader(header.channel, header.class_id, size, header.properties)
@@ -131,11 +144,22 @@ def above_frame_max(src: Source, strike: Strike) -> Built:
     )
 
 
+def _undecodable(src: Source, strike: Strike, method: MethodFrame, header: ContentHeader) -> Built:
+    """Where the client and the server agreed no frame-max (both said 0: "no specific limit"),
+    the delivery's method cut short instead: a frame the client cannot decode, 501 too."""
+    wire = wired(strike, method)
+    cut = src.between(1, len(wire.payload) - 4)
+    broken = wire._replace(payload=wire.payload[:-cut], note=f"cut by {cut} octets")
+    steps = (broken, wired(strike, header))
+    note = f"no frame-max agreed: {method.name} {cut} octets short"
+    return Built(steps, method.name, note, frames=(method,))
+
+
 @server(
     Point.DELIVER,
     "headers-table-type",
     "field table",
-    "puts a type code the dialect does not define in the headers property",
+    "puts a type code neither the grammar nor the dialect defines in the headers property",
     ("syntax-error",),
     "frame",
 )
@@ -187,6 +211,12 @@ def property_flags(src: Source, strike: Strike) -> Built:
 )
 def method_in_content(src: Source, strike: Strike) -> Built:
     method, header, bodies = struck_content(strike)
+    if not bodies:  # an empty body is complete with its header: give it one to interrupt
+        body = ContentBody(header.channel, src.take(src.between(1, 32)))
+        header = ContentHeader(
+            header.channel, header.class_id, len(body.payload), header.properties
+        )
+        bodies = (body,)
     steps = (
         wired(strike, method),
         wired(strike, header),

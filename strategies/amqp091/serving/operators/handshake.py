@@ -1,5 +1,11 @@
 """Server-side 0-8/0-9/0-9-1 operators on the handshake: the protocol version offered,
-``connection.start``'s tables, a start cut short, ``connection.tune``'s frame-max and channel."""
+``connection.start``'s tables, a start cut short, ``connection.tune``'s frame-max and channel.
+
+Every one of them strikes before the client sends connection.open, where an error is answered
+by closing the socket without sending any further data (0-9-1 section 2.2.4: "There is no
+hand-shaking for errors on connections that are not fully open"; for a version the client
+cannot handle, the rule ``connection.start/client-support`` says the same): their codes only
+say what is wrong. The registration gives them that reaction (:data:`~..script.BEFORE_OPEN`)."""
 
 from __future__ import annotations
 
@@ -37,7 +43,7 @@ def _start_with_table(strike: Strike, table: bytes, note: str) -> Built:
     "offers a protocol version the client did not ask for",
     (),
     "rule",
-    scope=Special.SOCKET,
+    scope=Special.SILENT,  # "MUST close the socket connection without sending any further data"
     rule="connection.start/client-support",
 )
 def start_version(src: Source, strike: Strike) -> Built:
@@ -90,7 +96,7 @@ def start_table_negative(src: Source, strike: Strike) -> Built:
     Point.START,
     "start-table-type",
     "field table",
-    "puts a type code the dialect does not define in server-properties",
+    "puts a type code neither the grammar nor the dialect defines in server-properties",
     ("syntax-error",),
     "frame",
 )
@@ -147,8 +153,12 @@ def tune_frame_max_small(src: Source, strike: Strike) -> Built:
     "tune-on-channel",
     "channel zero",
     "sends connection.tune on a channel other than zero",
-    ("command-invalid", "channel-error"),
+    ("command-invalid",),
     "sequence",
+    # section 4.2.3 names this frame's code: "a non-zero channel number for one of these frames
+    # MUST signal a connection exception with reply code 503"; before connection.open, 2.2.4
+    # asks for the socket closed without a word: either is the specification's
+    tolerate=("command-invalid",),
 )
 def tune_on_channel(src: Source, strike: Strike) -> Built:
     tune, _ = struck(strike)

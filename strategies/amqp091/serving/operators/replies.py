@@ -1,17 +1,23 @@
 """Server-side 0-8/0-9/0-9-1 operators on any reply: its frame (end octet, size, type), its
 arguments cut short, its channel (closed, or zero), its class and method (unknown, or the
-client's)."""
+client's).
+
+A frame-end that is not 0xCE (where a lying size field puts another octet) or a frame type none
+of the defined is "a fatal protocol error": the client closes the connection "without sending
+any further data on it" (0-9-1 section 4.2.3), not with connection.close 501. A frame that
+cannot be decoded (arguments cut short) is 501 frame-error, the constant's own definition ("a
+malformed frame that the recipient could not decode"); no section names another code."""
 
 from __future__ import annotations
 
 from amqpfuzz.spec.amqp091.codec import raw
 
-from ....operator import Built, Operator
+from ....operator import Built, Operator, Special
 from ...operators.common import bytes_except, with_end, with_larger_size, with_smaller_size
 from ...source import Source
 from ...wire import WireFrame
 from ..script import Point, Strike
-from .common import closed_channel, plain, serving, struck, wired
+from .common import closed_channel, frame_types, plain, serving, struck, wired
 
 __all__ = ["OPERATORS"]
 
@@ -26,6 +32,7 @@ server = serving(OPERATORS)
     "replaces the 0xCE that ends a reply",
     ("frame-error",),
     "frame",
+    scope=Special.SILENT,
 )
 def frame_end(src: Source, strike: Strike) -> Built:
     method, tail = struck(strike)
@@ -40,6 +47,7 @@ def frame_end(src: Source, strike: Strike) -> Built:
     "declares more payload than follows",
     ("frame-error",),
     "frame",
+    scope=Special.SILENT,
 )
 def size_larger(src: Source, strike: Strike) -> Built:
     method, tail = struck(strike)
@@ -54,6 +62,7 @@ def size_larger(src: Source, strike: Strike) -> Built:
     "declares less payload than follows",
     ("frame-error",),
     "frame",
+    scope=Special.SILENT,
 )
 def size_smaller(src: Source, strike: Strike) -> Built:
     method, tail = struck(strike)
@@ -65,15 +74,15 @@ def size_smaller(src: Source, strike: Strike) -> Built:
     Point.REPLY,
     "unknown-frame-type",
     "frame type",
-    "gives a reply a frame type the specification does not define",
+    "gives a reply a frame type the specification does not define (0-8's and 0-9's out-of-band "
+    "and trace frames, 4 to 7, and the 0-9-1 text's heartbeat type 4 are defined)",
     ("frame-error",),
     "frame",
+    scope=Special.SILENT,
 )
 def unknown_frame_type(src: Source, strike: Strike) -> Built:
     method, tail = struck(strike)
-    codec = strike.codec
-    known = {codec.frame_method, codec.frame_header, codec.frame_body, codec.frame_heartbeat}
-    kind = int(src.pick(bytes_except(frozenset(known))))
+    kind = int(src.pick(bytes_except(frame_types(strike.spec))))
     broken = wired(strike, method)._replace(frame_type=kind, note=f"as frame type {kind}")
     return Built((broken, *tail), method.name, f"frame type {kind}", frames=(method,))
 
@@ -83,7 +92,7 @@ def unknown_frame_type(src: Source, strike: Strike) -> Built:
     "truncated-arguments",
     "method arguments",
     "cuts a reply's arguments short",
-    ("frame-error", "syntax-error"),
+    ("frame-error",),
     "frame",
 )
 def truncated_arguments(src: Source, strike: Strike) -> Built:
@@ -105,6 +114,9 @@ def truncated_arguments(src: Source, strike: Strike) -> Built:
     "answers on a channel the client has not opened",
     ("channel-error",),
     "sequence",
+    # the reply struck may be connection.open-ok: a connection method on a channel other than
+    # 0, which section 4.2.3 answers with 503 command-invalid
+    tolerate=("command-invalid",),
 )
 def reply_closed_channel(src: Source, strike: Strike) -> Built:
     method, tail = struck(strike)
@@ -179,6 +191,9 @@ def unknown_class(src: Source, strike: Strike) -> Built:
     "answers with a method only a client sends",
     ("command-invalid", "not-implemented"),
     "sequence",
+    # struck in place of connection.open-ok, the method goes on channel 0: a channel's method
+    # there, which is 504 channel-error as much as a method in the wrong direction
+    tolerate=("channel-error",),
 )
 def client_method(src: Source, strike: Strike) -> Built:
     method, _ = struck(strike)

@@ -22,7 +22,10 @@ server = serving(OPERATORS)
     "heartbeat-channel",
     "heartbeat",
     "sends a heartbeat on a channel other than zero",
-    ("unexpected-frame", "command-invalid"),
+    # 4.2.7: "Heartbeat frames MUST have a channel number of zero. A peer that receives an
+    # invalid heartbeat frame MUST raise a connection exception with reply code 501"; 4.2.3: a
+    # non-zero channel on a heartbeat frame, 503 command-invalid. Neither names 505.
+    ("frame-error", "command-invalid"),
     "frame",
 )
 def heartbeat_channel(src: Source, strike: Strike) -> Built:
@@ -54,8 +57,9 @@ def heartbeat_payload(src: Source, strike: Strike) -> Built:
     "unsolicited-reply",
     "method order",
     "answers a synchronous method the client never sent",
-    ("command-invalid", "unexpected-frame", "channel-error"),
+    ("command-invalid", "channel-error"),
     "sequence",
+    also=("unexpected-frame",),  # where the spec defines it (0-8 and 0-9 do not)
 )
 def unsolicited_reply(src: Source, strike: Strike) -> Built:
     candidates = tuple(
