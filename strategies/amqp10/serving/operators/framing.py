@@ -62,7 +62,9 @@ def doff_small(src: Source, strike: Strike) -> Built:
 def doff_past_end(src: Source, strike: Strike) -> Built:
     body, data = struck(strike)
     least = (8 + len(data)) // 4 + 1
-    doff = min(255, least + src.below(256 - least)) if least < 255 else 255
+    if least > 255:  # DOFF is one octet: 1020 octets at most, within a frame this long
+        raise NotApplicable(f"a {8 + len(data)}-octet {body.name}: no DOFF points past its end")
+    doff = least + src.below(256 - least)
     wire = raw.frame(data, doff=doff, extended=b"", channel=strike.channel)
     return sending(strike, wire, f"{body.name} with DOFF {doff} in {8 + len(data)} octets")
 

@@ -20,12 +20,14 @@ server = serving(OPERATORS)
 @server(
     Point.ATTACH,
     "handle-in-use",
-    "an attach with a handle already in use in the session (transport 2.7.3 attach; session "
-    "error handle-in-use: an attach was received using a handle already in use)",
+    "an attach with a handle already in use in the session (transport 2.7.3 attach: it MUST "
+    "be responded to with an immediate close carrying a handle-in-use session-error; the end "
+    "of the session, whose error it is, or the close the text names)",
     "answers the client's second attach with the handle of its first",
     ("handle-in-use",),
     "session",
     "semantic",
+    tolerate=(("handle-in-use", "connection"),),
 )
 def handle_in_use(src: Source, strike: Strike) -> Built:
     body, _ = struck(strike)
@@ -92,8 +94,18 @@ def flow_unattached(src: Source, strike: Strike) -> Built:
 
 
 def _unused_handle(src: Source, strike: Strike) -> int:
+    """A handle of the peer's that no link is attached with, within the client's handle-max
+    (beyond it, the client must close the connection with framing-error, 2.7.2: another
+    operator's case)."""
     start = max(strike.handles, default=0) + 1 + src.below(64)
-    return min(start, strike.handle_max) if start > strike.handle_max else start
+    if start <= strike.handle_max:
+        return start
+    free = next((h for h in range(strike.handle_max, -1, -1) if h not in strike.handles), None)
+    if free is None:
+        raise NotApplicable(
+            f"every handle up to the client's handle-max {strike.handle_max} is in use"
+        )
+    return free
 
 
 @server(
