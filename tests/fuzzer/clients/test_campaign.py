@@ -43,31 +43,51 @@ def test_pika_takes_valid_scripts_and_every_case_is_a_record(tmp_path: Path) -> 
     assert records[0]["target"]["label"] == "pika"  # type: ignore[index]
 
 
-def test_a_broken_frame_end_must_be_refused_with_frame_error(tmp_path: Path) -> None:
+def test_a_broken_frame_end_may_be_refused_by_closing_the_socket_without_a_word(
+    tmp_path: Path,
+) -> None:
+    settings = ClientSettings(
+        shrink=False, max_cases=3, duration=60, seed=1, valid_share=0.0,
+        operators=("frame-end",), out=tmp_path, profile="none",
+    )  # fmt: skip
+    (outcome,) = run_clients([PIKA], settings)
+    # 0-9-1 section 4.2.3: a frame-end that is not 0xCE is "a fatal protocol error", the
+    # connection closed "without sending any further data on it": pika's dropped socket
+    assert outcome.cases == 3 and not outcome.failures, outcome.messages
+    assert {r["verdict"] for r in _records(tmp_path)} == {"pass"}
+
+
+HEARTBEAT = "reaction:pika:heartbeat-channel:connection-close/501|503->socket-close"
+
+
+def test_a_heartbeat_on_a_channel_must_be_refused_with_the_code_the_sections_name(
+    tmp_path: Path,
+) -> None:
     settings = ClientSettings(
         shrink=False,
         max_cases=3,
         duration=60,
         seed=1,
         valid_share=0.0,
-        operators=("frame-end",),
+        operators=("heartbeat-channel",),
         out=tmp_path,
         profile="none",  # not pika's bundled one, which documents this deviation
     )
     (outcome,) = run_clients([PIKA], settings)
     # pika drops the socket where the specification wants connection.close with frame-error
-    assert list(outcome.failures) == ["reaction:pika:frame-end:connection-close/501->socket-close"]
-    reproducer = outcome.reproducers["reaction:pika:frame-end:connection-close/501->socket-close"]
-    assert '"operator": "frame-end"' in reproducer.read_text()
+    # (4.2.7) or command-invalid (4.2.3)
+    assert list(outcome.failures) == [HEARTBEAT]
+    reproducer = outcome.reproducers[HEARTBEAT]
+    assert '"operator": "heartbeat-channel"' in reproducer.read_text()
     # served again to the client it failed: still failing (status 1); to another, another
     again = _replay(reproducer)
     assert again.returncode == 1, again.stderr
-    assert "still failing: reaction:pika:frame-end:" in again.stdout
+    assert "still failing: reaction:pika:heartbeat-channel:" in again.stdout
 
 
 def test_a_failing_script_is_shrunk_before_its_reproducer_is_written(tmp_path: Path) -> None:
     settings = ClientSettings(
-        max_cases=1, duration=60, seed=3, valid_share=0.0, operators=("frame-end",),
+        max_cases=1, duration=60, seed=3, valid_share=0.0, operators=("heartbeat-channel",),
         out=tmp_path, profile="none", shrink_budget=8.0,
     )  # fmt: skip
     (outcome,) = run_clients([PIKA], settings)
@@ -82,11 +102,11 @@ def test_a_failing_script_is_shrunk_before_its_reproducer_is_written(tmp_path: P
 def test_pikas_bundled_profile_documents_its_socket_drop(tmp_path: Path) -> None:
     settings = ClientSettings(
         shrink=False, max_cases=2, duration=60, seed=1, valid_share=0.0,
-        operators=("frame-end",), out=tmp_path,
+        operators=("heartbeat-channel",), out=tmp_path,
     )  # fmt: skip
     (outcome,) = run_clients([PIKA], settings)
     assert not outcome.failures
-    assert list(outcome.known) == ["reaction:pika:frame-end:connection-close/501->socket-close"]
+    assert list(outcome.known) == [HEARTBEAT]
     assert {r["profile"] for r in _records(tmp_path)} == {"pika"}
 
 
@@ -94,17 +114,17 @@ def test_a_profile_makes_a_documented_deviation_known_not_a_failure(tmp_path: Pa
     profile = tmp_path / "lenient.toml"
     profile.write_text(
         'product = "pika"\n[[deviation]]\n'
-        'signature = "reaction:pika:frame-end:*->socket-close"\n'
-        'reason = "pika drops the socket on a frame it cannot read, with no close code"\n'
+        'signature = "reaction:pika:heartbeat-channel:*->socket-close"\n'
+        'reason = "pika drops the socket on a frame it refuses, with no close code"\n'
     )
     settings = ClientSettings(
         shrink=False,
-        max_cases=2, duration=60, seed=1, valid_share=0.0, operators=("frame-end",),
+        max_cases=2, duration=60, seed=1, valid_share=0.0, operators=("heartbeat-channel",),
         out=tmp_path / "out", profile=str(profile),
     )  # fmt: skip
     (outcome,) = run_clients([PIKA], settings)
     assert not outcome.failures
-    assert dict(outcome.known) == {"reaction:pika:frame-end:connection-close/501->socket-close": 2}
+    assert dict(outcome.known) == {HEARTBEAT: 2}
     records = _records(tmp_path / "out")
     assert {r["verdict"] for r in records} == {"xfail"}
     assert records[0]["profile"] == "lenient" and "no close code" in str(records[0]["deviation"])
@@ -294,12 +314,13 @@ def test_several_clients_get_the_same_scripts_and_their_differences_are_recorded
 
 def test_a_known_deviation_is_not_announced_as_a_new_failure(tmp_path: Path) -> None:
     done = subprocess.run(
-        [AMQPFUZZ, "run", "--client", "pika", "--operators", "frame-end", "--valid-share", "0",
-         "--duration", "4", "--seed", "1", "--no-shrink", "--out", str(tmp_path)],
+        [AMQPFUZZ, "run", "--client", "pika", "--operators", "heartbeat-channel",
+         "--valid-share", "0", "--duration", "4", "--seed", "1", "--no-shrink",
+         "--out", str(tmp_path)],
         capture_output=True, text=True, timeout=120,
+        env={**os.environ, "COLUMNS": "200"},  # a signature's line unwrapped
     )  # fmt: skip
     assert "Traceback" not in done.stderr, done.stderr
-    # pika drops the socket on a wrong frame end: its profile documents it
-    signature = "reaction:pika:frame-end:connection-close/501->socket-close"
-    assert f"known deviation {signature}" in done.stdout, done.stdout
-    assert f"new failure {signature}" not in done.stdout
+    # pika drops the socket on a heartbeat on a channel: its profile documents it
+    assert f"known deviation {HEARTBEAT}" in done.stdout, done.stdout
+    assert f"new failure {HEARTBEAT}" not in done.stdout
