@@ -113,6 +113,12 @@ class Conversation:
     def _label(self, frame: Any) -> str:
         return repr(frame)
 
+    def _speaks(self, frame: Any) -> bool:
+        """Whether ``frame``, sent after the strike, is the client saying something about it
+        (where the specification wants the socket closed without a word): every frame, unless
+        the family can tell what a client had in flight when the strike came."""
+        return True
+
     def _refuse(self, message: str) -> None:
         """What the client sent cannot be read: a violation in the family's words."""
         raise NotImplementedError
@@ -146,18 +152,21 @@ class Conversation:
         if not data:
             self.ex.ended = "socket"
             return None
-        if self.ex.struck is not None and not self.lingering:
-            self.ex.after_strike.append(data[:64].hex())
+        after = self.ex.struck is not None and not self.lingering
         if self.ex.malformed is not None:
             return []
         try:
             read: list[Any] = self.reader.feed(data)
         except RemoteProtocolError as exc:
+            if after:
+                self.ex.after_strike.append(data[:64].hex())
             self.ex.malformed = f"{type(exc).__name__}: {exc}"
             self._refuse(f"malformed frame from the client: {exc}")
             return []
         for frame in read:
             self.ex.received.append(self._label(frame))
+            if after and self._speaks(frame):
+                self.ex.after_strike.append(self._label(frame))
         return read
 
     def _said(self) -> int:

@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from hypothesis.errors import InvalidArgument
+
 from amqpfuzz.spec.amqp091 import Field, Method, Spec
 from amqpfuzz.spec.amqp091.codec import Codec, ContentHeader, Frame, MethodFrame
 
@@ -213,13 +215,13 @@ def script_builder(
     """Reads a :class:`Script` from a blob: ``valid_share`` of them break nothing; the others
     one of ``operators`` at its point (``points``: each operator's, by name), of those that
     apply to ``spec`` (0-8 and 0-9 define no unexpected-frame: the operators that require it
-    have no case there); ValueError if operators were given and none applies."""
+    have no case there); InvalidArgument if operators were given and none applies."""
     threshold = round(valid_share * 256)
     given = operators
     operators = tuple(op for op in given if op.applies_to(spec))
     if given and not operators:
         names = ", ".join(op.name for op in given)
-        raise ValueError(f"no operator of {names} applies to AMQP {spec.protocol}")
+        raise InvalidArgument(f"no operator of {names} applies to AMQP {spec.protocol}")
 
     def build(blob: bytes) -> Script:
         src = Source(blob)

@@ -14,8 +14,10 @@ import pytest
 
 from amqpfuzz.fuzzer.clients.process import ShimProcess
 from amqpfuzz.fuzzer.protocols.amqp091.serving.peer import Peer as Peer091
+from amqpfuzz.fuzzer.protocols.amqp091.serving.peer import _Play
 from amqpfuzz.fuzzer.protocols.amqp10.serving.peer import Peer as Peer10
 from amqpfuzz.fuzzer.protocols.serving import Conversation, Ended
+from amqpfuzz.spec.amqp091.codec import codec_for
 
 
 class Lines:
@@ -94,6 +96,32 @@ def test_a_client_that_never_answers_the_peers_close_hangs_within_the_answer_tim
         with pytest.raises(Ended):
             talk._await_answer()
         assert talk.handled[-1] == b"close-ok" and talk.ex.ended == "socket"
+
+
+def test_what_a_client_had_in_flight_when_the_strike_came_is_not_its_word() -> None:
+    """Where the socket must close without a word, only what the client says of the strike
+    counts (0-9-1: a close): py-amqp's ack of an earlier delivery, on its way when an unknown
+    frame type came, was judged a word (after sending more): a false failure."""
+
+    class Closes(Talk):
+        def _speaks(self, frame: Any) -> bool:
+            return bytes(frame).startswith(b"close")
+
+    ours, theirs = socket.socketpair()
+    with ours, theirs:
+        talk = Closes(ours, time.monotonic() + 5.0, told=False)
+        talk.ex.struck = "a frame type nobody defines"
+        theirs.sendall(b"ack 1\n")
+        talk._read(1.0)
+        assert not talk.ex.spoke
+        theirs.sendall(b"close 505\n")
+        talk._read(1.0)
+        assert talk.ex.spoke
+    codec = codec_for("0-9-1")
+    ack = codec.method("basic.ack", 1, delivery_tag=1)
+    close = codec.method("connection.close", 0, reply_code=505)
+    speaks = _Play._speaks
+    assert not speaks(None, ack) and speaks(None, close)  # type: ignore[arg-type]
 
 
 @pytest.mark.slow

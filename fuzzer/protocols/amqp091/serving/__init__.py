@@ -46,9 +46,10 @@ class Amqp091Serving:
     ) -> tuple[int, Callable[[bytes], Script]]:
         try:
             chosen = selected(OPERATORS, operators, protocol)
+            build = script_builder(_spec(protocol), tuple(chosen), POINTS, valid_share)
         except InvalidArgument as exc:
             raise ServingError(str(exc)) from None
-        return SCRIPT_BLOB, script_builder(_spec(protocol), tuple(chosen), POINTS, valid_share)
+        return SCRIPT_BLOB, build
 
     def peer(self, protocol: str) -> Peer:
         return Peer(_spec(protocol))
