@@ -95,7 +95,7 @@ _PRINTED_HEARTBEAT = 4
 
 
 @functools.cache
-def _frame_types(spec: Spec) -> frozenset[int]:
+def frame_types(spec: Spec) -> frozenset[int]:
     """Every frame type the specification defines: its ``frame-*`` constants that are neither
     an error, a size nor the frame-end octet (0-8's and 0-9's out-of-band and trace frames,
     4 to 7, among them), and the 0-9-1 text's type 4."""
@@ -118,7 +118,7 @@ def _frame_types(spec: Spec) -> frozenset[int]:
 )
 def unknown_frame_type(src: Source, ctx: Context) -> Built:
     frame, wire, tail = base_frame(src, ctx)
-    kind = int(src.pick(bytes_except(_frame_types(ctx.spec))))
+    kind = int(src.pick(bytes_except(frame_types(ctx.spec))))
     broken = wire._replace(frame_type=kind, note=f"as frame type {kind}")
     return Built(
         with_setup(ctx, frame, broken, *tail), frame.name, f"frame type {kind}", frames=(frame,)

@@ -24,7 +24,6 @@ from ....cases import Reaction
 from ....operator import Built, Operator, Special
 from ...context import CODES
 from ...operators.common import bytes_except
-from ...operators.framing import _frame_types
 from ...source import Source
 from ...wire import WireFrame, wire_frame
 from ..script import BEFORE_OPEN, Point, Strike
@@ -33,7 +32,6 @@ __all__ = [
     "POINTS",
     "ServingOperator",
     "closed_channel",
-    "frame_types",
     "plain",
     "serving",
     "struck",
@@ -131,13 +129,6 @@ def unknown_type(strike: Strike, src: Source) -> bytes:
     integer, which the clients follow) is a valid entry, whatever the other reading says."""
     defined = defined_codes(strike.spec.protocol, strike.codec.dialect)
     return bytes((src.pick(bytes_except(frozenset(ord(c) for c in defined))),))
-
-
-def frame_types(spec: Spec) -> frozenset[int]:
-    """Every frame type the specification defines (0-8's and 0-9's out-of-band and trace
-    frames, 4 to 7, among them; the 0-9-1 text's type 4): a frame of any other type is a fatal
-    protocol error (section 4.2.3)."""
-    return _frame_types(spec)
 
 
 def plain(fld: Any) -> Any:

@@ -14,10 +14,11 @@ from amqpfuzz.spec.amqp091.codec import raw
 
 from ....operator import Built, Operator, Special
 from ...operators.common import bytes_except, with_end, with_larger_size, with_smaller_size
+from ...operators.framing import frame_types
 from ...source import Source
 from ...wire import WireFrame
 from ..script import Point, Strike
-from .common import closed_channel, frame_types, plain, serving, struck, wired
+from .common import closed_channel, plain, serving, struck, wired
 
 __all__ = ["OPERATORS"]
 
