@@ -131,8 +131,12 @@ def judge(
             "class": library_error.get("class"),
             "code": library_error.get("code"),
         }
-    where = script.label
-    expected = _expected_words(script)
+    # an operator whose strike never came (the client refused, died or hung before its point,
+    # or the connection left it nothing to break) is judged as the valid exchange it was: its
+    # failure is not the operator's
+    played = script.operator is not None and ex.struck is not None and not ex.unstruck
+    where = script.label if played else "valid"
+    expected = _expected_words(script) if played else OutcomeKind.REPLY.value
 
     def failed(oracle: str, seen: str, message: str) -> Judged:
         signature = f"{oracle}:{client}:{where}:{expected}->{_NUMBERS.sub('N', seen)}"
@@ -155,7 +159,7 @@ def judge(
     if ex.violations:
         first = ex.violations[0]
         return failed("client-frames", first, "; ".join(ex.violations[:3]))
-    return _reaction(script, ex, observed, events, close_code, failed) or Judged(
+    return _reaction(script, ex, played, observed, events, close_code, failed) or Judged(
         observed, events=list(events)
     )
 
@@ -163,6 +167,7 @@ def judge(
 def _reaction(
     script: ServerScript,
     ex: Exchange,
+    played: bool,
     observed: dict[str, Any],
     events: Sequence[dict[str, Any]],
     close_code: int | str,
@@ -170,7 +175,7 @@ def _reaction(
 ) -> Judged | None:
     reaction = script.expected
     seen = _words(observed)
-    if script.operator is None or ex.unstruck:
+    if not played:
         refused = observed["outcome"] in _CLOSES and observed.get("reply_code") not in (None, 200)
         ended = next((e for e in events if e.get("event") in ("closed", "error")), {})
         clean = ended.get("code") in (close_code, 200) or ended.get("by") in ("server", "client")

@@ -69,3 +69,18 @@ def test_handle_in_use_may_be_carried_by_the_close_of_the_connection(
     ex: Exchange, signature: str
 ) -> None:
     assert _signature(_script10("handle-in-use"), ex, "amqp:connection:forced") == signature
+
+
+def test_an_operator_whose_strike_never_came_is_judged_as_the_valid_exchange() -> None:
+    """amqp091-go 1.5.0 refuses a valid server-properties table (502) before any operator's
+    point: that failure is the valid exchange's, not the operator's it was drawn with."""
+    refused = Exchange(client_close=(502, "", 10, 11), ended="client-close")
+    assert _signature(_script091("tune-on-channel"), refused, 320) == (
+        "reaction:c:valid:reply->connection-close/N"
+    )
+    struck = Exchange(
+        struck="tune on channel 7", client_close=(502, "", 10, 30), ended="client-close"
+    )
+    assert _signature(_script091("tune-on-channel"), struck, 320).startswith(
+        "reaction:c:tune-on-channel:"
+    )
