@@ -11,7 +11,9 @@ throwaway broker that goes down is restarted and the crash pinned on its case
 (:mod:`.crashes`). When the budget is spent, each new failure signature is shrunk
 (:mod:`.shrink`) and its reproducer rewritten with the smallest case that fails every time, all
 within a quarter of the budget more (at least 10 s), so that a run ends close to the time it was
-given. The parts: :mod:`.drawing` (the batches), :mod:`.judging`, :mod:`.crashes`,
+given. Replays confirming a failure count in the budget: the last batch's are allowed a tenth
+of the budget more (at least 5 s, :func:`replay_grace`); a failure found after that is reported
+as found, and says it was not replayed. The parts: :mod:`.drawing` (the batches), :mod:`.judging`, :mod:`.crashes`,
 :mod:`.measuring` (the broker's coverage), :mod:`.state` (settings and totals).
 """
 
@@ -56,6 +58,11 @@ from .state import CampaignSettings, Ran, Stats, Tally, TargetRun
 from .triage import went_down
 
 __all__ = ["Campaign", "CampaignSettings", "Stats", "Tally", "TargetRun", "expected_of"]
+
+
+def replay_grace(duration: float | None) -> float:
+    """How long after the budget's end a new failure is still replayed before it is reported."""
+    return math.inf if duration is None else max(5.0, duration / 10)
 
 
 class CampaignOver(BaseException):
@@ -104,7 +111,13 @@ class Campaign:
         self.feedback: Feedback | None = None  # made once the targets' frame-max is known
         self.drawing = Drawing(config)
         self.judging = Judging(
-            config, out, self.stats, self.emit, self.drawing.avoided, self.crashes.confirmed
+            config,
+            out,
+            self.stats,
+            self.emit,
+            self.drawing.avoided,
+            self.crashes.confirmed,
+            lambda: self._deadline + replay_grace(config.duration),
         )
         for run in targets:
             run.protocol = config.protocol
@@ -285,11 +298,11 @@ class Campaign:
         """What came of ``cases`` on each target, with the traffic each runner sent; with
         feedback, the broker's coverage sampled after each round on the first target whose
         code is measured (the lines a round reached are its cases')."""
-        runs: dict[str, list[Result]] = {}
         rounds: list[Round] = []
         started = time.monotonic()
         steered = next((r for r in self.targets if r.measure is not None), None)
-        for run in self.targets:
+
+        def on(run: TargetRun) -> list[Result]:
             assert run.runner is not None
             if self.feedback is not None and run is steered:
                 measure = run.measure
@@ -298,13 +311,24 @@ class Campaign:
                 def sampled(indices: list[int], measure: Measure = measure) -> None:
                     rounds.append(Round(tuple(indices), self.measuring.take(measure)))
 
-                runs[run.label] = run.runner.run(cases, sampled)
+                results = run.runner.run(cases, sampled)
                 run.gained = sum(r.lines or 0 for r in rounds)
-            else:
-                runs[run.label] = run.runner.run(cases)
+                return results
+            return run.runner.run(cases)
+
+        if len(self.targets) > 1:  # several brokers: each works through the batch at once
+            with ThreadPoolExecutor(
+                len(self.targets), thread_name_prefix="amqpfuzz-target"
+            ) as pool:
+                runs = dict(zip(self._labels(), pool.map(on, self.targets), strict=True))
+        else:
+            runs = {run.label: on(run) for run in self.targets}
         self.measuring.sample(but=steered if rounds else None)  # the lines this batch reached
         self.drawing.paced_at(len(cases), time.monotonic() - started)
         return Ran(runs, tuple(rounds))
+
+    def _labels(self) -> list[str]:
+        return [run.label for run in self.targets]
 
     def _after_runs(self, runs: dict[str, list[Result]]) -> dict[str, list[Result]]:
         """Each target's results once a crash among them is dealt with (:mod:`.crashes`)."""

@@ -10,6 +10,8 @@ reason; AFL reports a stability figure).
 
 from __future__ import annotations
 
+import math
+import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -52,6 +54,8 @@ class Confirmation:
 
     def in_words(self) -> str:
         """The rate and the reactions that differed, for a summary or a pytest report."""
+        if self.seen and all(s.startswith("not replayed: ") for s in self.seen):
+            return self.seen[0]
         if not self.flaky:
             return f"reproduced {self.rate}"
         seen = "; ".join(dict.fromkeys(self.seen)) or "nothing"
@@ -64,15 +68,23 @@ def unconfirmed(found: str, why: str) -> Confirmation:
 
 
 def confirm(
-    again: Callable[[], Replay], runs: int, found: str, *, together: bool = False
+    again: Callable[[], Replay],
+    runs: int,
+    found: str,
+    *,
+    together: bool = False,
+    until: Callable[[], float] = lambda: math.inf,
 ) -> Confirmation:
     """Replay a failure ``runs`` times (``again``: one replay of its reproducer) and count
     those that failed with its signature. ``together`` runs them side by side, each on its own
     connection: a hang costs one timeout then, not one per replay. A replay that cannot be
-    made (the broker refused the connection) counts neither way, its reason kept; where none
-    could be made, the failure stands as it was seen (:func:`unconfirmed`)."""
+    made (the broker refused the connection; the run's time, ``until``, was up before it
+    began) counts neither way, its reason kept; where none could be made, the failure stands
+    as it was seen (:func:`unconfirmed`)."""
 
-    def once(_: int) -> tuple[bool | None, str]:
+    def once(index: int) -> tuple[bool | None, str]:
+        if index and time.monotonic() > until():  # (the first is always made)
+            return None, "not replayed: the run's budget was spent"
         try:
             done = again()
         except AmqpfuzzError as exc:

@@ -8,12 +8,17 @@ and what each replay saw. Later cases of a signature take its verdict; a flaky s
 tried again on a few more of its cases, and becomes a failure as soon as one of them reproduces
 every time. A crash is confirmed by its triage (:mod:`.crashes`: the case that brings the
 broker down alone, twice). Where several targets react differently, the divergence is run again
-on each before it is reported.
+on each before it is reported (a batch's new divergences side by side).
+
+Replays are part of the run's budget: a failure found once the budget (and the little grace
+``until`` allows) is spent is reported as found, and says it was not replayed, and why.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import math
+import time
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
@@ -25,7 +30,7 @@ from amqpfuzz.strategies import Case
 from ..protocols import Outcome
 from ..records import load_reproducer, reaction_of
 from . import signatures
-from .confirm import Confirmation, Decided, Decisions, confirm
+from .confirm import Confirmation, Decided, Decisions, confirm, unconfirmed
 from .events import CaseJudged, DivergenceFound, Emitter, FailureFound, Judged, new_record_id
 from .replay import Replay, replay, run_alone, write_case, write_traffic
 from .runner import Result
@@ -33,6 +38,8 @@ from .state import CampaignSettings, Stats, TargetRun
 from .verdicts import diverges, judge_against
 
 __all__ = ["Judging", "expected_of", "origin_of", "steering_key"]
+
+SPENT = "the run's budget was spent"
 
 
 class Judging:
@@ -47,8 +54,10 @@ class Judging:
         emit: Emitter,
         avoided: set[str],
         crashes: dict[str, Confirmation],
+        until: Callable[[], float] = lambda: math.inf,
     ) -> None:
         self.config, self.out, self.stats, self.emit = config, out, stats, emit
+        self.until = until  # when replays stop (the budget's end, and a little grace)
         self.avoided = avoided
         self.crashes = crashes
         self.first: dict[str, tuple[Case, Path, TargetRun]] = {}  # signature -> to shrink
@@ -101,20 +110,26 @@ class Judging:
         seconds costs those seconds once per batch, not once per signature), each one's own
         replays one after the other (a hang's side by side). What came is used by
         :meth:`judge`."""
-        if self.config.confirm <= 0:
+        if self.config.confirm <= 0 or self._spent():
             return
         chosen = list(self._replayed(results, targets).values())
         if not chosen:
             return
-        with ThreadPoolExecutor(min(8, len(chosen)), thread_name_prefix="amqpfuzz-replay") as pool:
+        width = min(16, len(chosen))  # (replays mostly wait on sockets)
+        with ThreadPoolExecutor(width, thread_name_prefix="amqpfuzz-replay") as pool:
             done = pool.map(lambda each: self._replay(*each), chosen)
             for (_, result), ahead in zip(chosen, done, strict=True):
                 self._ahead[id(result)] = ahead
+
+    def _spent(self) -> bool:
+        return time.monotonic() > self.until()
 
     def _replay(self, run: TargetRun, result: Result) -> tuple[str, Path, Confirmation]:
         """One failure's reproducer written, and replayed from that file ``confirm`` times."""
         record_id = new_record_id()
         path = self._write(run, result, record_id, {})
+        if self._spent():
+            return record_id, path, unconfirmed(str(result.outcome), SPENT)
         data = load_reproducer(path)
         created = run.runner.created if run.runner is not None else None
 
@@ -125,7 +140,9 @@ class Judging:
         return (
             record_id,
             path,
-            confirm(again, self.config.confirm, str(result.outcome), together=hang),
+            confirm(
+                again, self.config.confirm, str(result.outcome), together=hang, until=self.until
+            ),
         )
 
     # -- one case --------------------------------------------------------------------------
@@ -279,12 +296,15 @@ class Judging:
         divergence run again on every target, alone, before it is reported."""
         found: list[Judged] = []
         first = targets[0]
+        differing = []
         for index, case in enumerate(cases):
             reactions = diverges({label: r[index].outcome for label, r in outcomes.items()})
-            if reactions is None:
-                continue
-            signature = signatures.differential(case, reactions)
-            known = self._divergence(case, signature, reactions, targets)
+            if reactions is not None:
+                differing.append((case, signatures.differential(case, reactions), reactions))
+        self._divergences(differing, targets)
+        for case, signature, reactions in differing:
+            known = self.decisions.get(("", signature))
+            assert known is not None
             self.stats.divergences += 1
             for run in targets:
                 run.tally.divergences += 1
@@ -311,32 +331,52 @@ class Judging:
             found.append(event)
         return found
 
-    def _divergence(
+    def _divergences(
         self,
-        case: Case,
-        signature: str,
-        reactions: dict[str, dict[str, Any]],
+        differing: list[tuple[Case, str, dict[str, dict[str, Any]]]],
         targets: list[TargetRun],
-    ) -> Decided:
-        """A divergence's verdict: the case run alone on every target, ``confirm`` times; it
-        stands where the targets still diverge the same way each time."""
-        key = ("", signature)
-        known = self.decisions.get(key)
-        if known is not None and not self.decisions.wanted(key):
-            return known
-        found = " | ".join(_words(r) for r in reactions.values())
+    ) -> None:
+        """Decide each new divergence signature among ``differing``: its first case run alone
+        on every target, ``confirm`` times; it stands where the targets still diverge the same
+        way each time. The signatures are replayed side by side, and on every target at once
+        (a case one broker answers only with a timeout costs it once per batch)."""
+        new: dict[str, tuple[Case, str]] = {}
+        for case, signature, reactions in differing:
+            if signature not in new and self.decisions.wanted(("", signature)):
+                new[signature] = (case, " | ".join(_words(r) for r in reactions.values()))
+        if not new:
+            return
         runs = self.config.confirm
-        if runs <= 0:
-            return self.decisions.decide(key, Confirmation(1, 1, found), "")
-        hits, seen = 0, []
-        for _ in range(runs):
-            outcomes = {run.label: self._alone(run, case) for run in targets}
-            again = diverges(outcomes)
-            same = again is not None and signatures.differential(case, again) == signature
-            hits += same
-            words = " | ".join(_words(reaction_of(o)) for o in outcomes.values())
-            seen.append(words if same else f"{words} (not this divergence)")
-        return self.decisions.decide(key, Confirmation(runs, hits, found, tuple(seen)), "")
+        if runs <= 0 or self._spent():
+            why = "asked not to" if runs <= 0 else SPENT
+            for signature, (_, found) in new.items():
+                self.decisions.decide(("", signature), unconfirmed(found, why), "")
+            return
+
+        def rerun(signature: str, case: Case, found: str, pool: ThreadPoolExecutor) -> Confirmation:
+            hits, seen = 0, []
+            for index in range(runs):
+                if index and self._spent():  # (the first is always made)
+                    break
+                alone = pool.map(lambda run: self._alone(run, case), targets)
+                outcomes = {run.label: o for run, o in zip(targets, alone, strict=True)}
+                again = diverges(outcomes)
+                same = again is not None and signatures.differential(case, again) == signature
+                hits += same
+                words = " | ".join(_words(reaction_of(o)) for o in outcomes.values())
+                seen.append(words if same else f"{words} (not this divergence)")
+            return Confirmation(len(seen), hits, found, tuple(seen))
+
+        width = min(16, len(new))
+        with (
+            ThreadPoolExecutor(width, thread_name_prefix="amqpfuzz-diverge") as outer,
+            ThreadPoolExecutor(width * len(targets), thread_name_prefix="amqpfuzz-alone") as inner,
+        ):
+            done = outer.map(
+                lambda item: rerun(item[0], item[1][0], item[1][1], inner), new.items()
+            )
+            for signature, confirmation in zip(new, done, strict=True):
+                self.decisions.decide(("", signature), confirmation, "")
 
     def _alone(self, run: TargetRun, case: Case) -> Outcome:
         prefix = run.runner.prefix if run.runner else ""

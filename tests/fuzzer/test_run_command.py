@@ -145,7 +145,7 @@ def test_a_sigkilled_run_keeps_every_completed_record(rabbitmq: Broker, tmp_path
     kept = [r for path in parts for r in read_records(path)]
     lines = sum(len(p.read_bytes().splitlines()) for p in parts)
     assert len(kept) >= lines - len(parts) >= 300  # at most one torn line per file
-    assert all(r["schema_version"] == 2 for r in kept)
+    assert all(r["schema_version"] == 3 for r in kept)
 
 
 def test_the_users_queue_is_untouched_and_what_the_run_made_is_gone(tmp_path: Path) -> None:

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from amqpfuzz.fuzzer.engine.campaign import replay_grace
 from amqpfuzz.fuzzer.engine.confirm import Confirmation, Decisions, confirm
 from amqpfuzz.fuzzer.engine.events import CaseJudged, RunFinished
 from amqpfuzz.fuzzer.engine.replay import Replay
@@ -103,3 +104,28 @@ def test_replays_that_cannot_reach_the_peer_count_neither_way() -> None:
     found = confirm(mixed, 3, "o")
     assert (found.runs, found.reproduced, found.flaky) == (2, 1, True)
     assert "reproduced 1/2" in found.in_words() and "reply" in found.in_words()
+
+
+def test_replays_stop_when_the_run_s_time_is_up(peer: Peer, tmp_path: Path) -> None:
+    # a failure found once the budget (and its grace) is spent is reported as found, and says
+    # it was not replayed (a 10 s differential run once spent 300 s confirming)
+    run, events = campaign(peer, tmp_path, ("wrong-code",), 30)
+    run.judging.until = lambda: 0.0  # (time.monotonic() is past it)
+    run.start()
+    stats = run.run()
+    failed = [e for e in judged(events) if e.verdict != "pass"]
+    assert failed and {e.verdict for e in failed} == {"fail"} and stats.flaky == 0
+    said = failed[0].extra["confirmation"]
+    assert said["replays"] == ["not replayed: the run's budget was spent"]
+
+    made: list[int] = []
+
+    def again() -> Replay:
+        made.append(1)
+        return Replay("s", "s", "e", "o")
+
+    found = confirm(again, 3, "o", until=lambda: 0.0)
+    assert len(made) == 1 and found.rate == "1/1"  # the first replay only
+    assert found.seen[1:] == ("not replayed: the run's budget was spent",) * 2
+    assert confirm(again, 3, "o").rate == "3/3"
+    assert replay_grace(10) == 5.0 and replay_grace(600) == 60.0 and replay_grace(None) > 1e9
