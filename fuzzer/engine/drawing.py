@@ -41,15 +41,10 @@ class Drawing:
         # a broker that goes down: smaller batches, fewer suspects each time (calm: full again)
         self.batch = config.batch
         self._smallest = min(config.batch, 16)
-        # as many as ran in ``batch_seconds`` at the last batch's pace (the first: full in a
-        # run of a minute or more, since a smaller first batch runs fewer cases before a
-        # crashing broker's first crash and finds fewer signatures in a run's first seconds;
-        # in a shorter run, its share of a minute: a slow broker's full batch can take longer
-        # than a short run's whole budget)
+        # as many as ran in ``batch_seconds`` at the last batch's pace (the first: full; a
+        # smaller first batch runs fewer cases before a crashing broker's first crash, and
+        # finds fewer signatures in a run's first seconds)
         self.paced = config.batch
-        if config.duration is not None and config.duration < 60:
-            share = int(config.batch * config.duration / 60)
-            self.paced = max(self._smallest, min(config.batch, share))
         self._dice = random.Random(config.seed)  # which avoided cases run all the same
         self.slow: dict[str, float] = {}  # seconds an operator's (a method's) cases take
         self.held: list[Case] = []  # slow cases drawn, to go together
