@@ -50,7 +50,7 @@ def test_a_spark_campaign_writes_each_record_once_where_the_report_reads_it(
     out, report = tmp_path / "out", tmp_path / "report"
     done = subprocess.run(
         [AMQPFUZZ, "run", "--spark", "local[2]", "--broker", "rabbitmq", "--shards", "2",
-         "--duration", "4", "--seed", "11", "--out", str(out)],
+         "--duration", "4", "--seed", "11", "--no-shrink", "--out", str(out)],
         capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert done.returncode in (0, 1), done.stdout + done.stderr

@@ -151,7 +151,7 @@ def test_a_stateful_1_0_run_writes_its_program(tmp_path: Path) -> None:
     few seconds is not this test's question."""
     done = subprocess.run(
         [AMQPFUZZ, "run", "--kind", "stateful", "--protocol", "1.0", "--broker", "qpid-proton",
-         "--duration", "600", "--max-examples", "20", "--timeout", "2", "--seed", "2",
+         "--duration", "600", "--max-examples", "20", "--timeout", "1", "--no-shrink", "--seed", "2",
          "--out", str(tmp_path)],
         capture_output=True, text=True, timeout=600,
     )  # fmt: skip
