@@ -38,6 +38,18 @@ __all__ = [
     "awaits",
 ]
 
+# what ends something: a close of any scope, or of the socket (``Reaction.any_close``)
+_CLOSES = frozenset(
+    {
+        OutcomeKind.CHANNEL_CLOSE,
+        OutcomeKind.SESSION_CLOSE,
+        OutcomeKind.LINK_CLOSE,
+        OutcomeKind.EXECUTION_CLOSE,
+        OutcomeKind.CONNECTION_CLOSE,
+        OutcomeKind.SOCKET_CLOSE,
+    }
+)
+
 
 class Code(Protocol):
     """A reply code or error condition of a specification: its name, its value on the wire,
@@ -161,7 +173,10 @@ class Reaction:
     the channel stays open) or ``<scope>-close`` (``channel-close``, ``connection-close``, ...).
     ``codes`` are the codes accepted, the specification's first. ``or_reply`` marks cases the
     specification does not forbid outright (a deeply nested table): the broker may accept
-    them, but must stay up. ``tolerated`` are, for a valid case, the codes its method's rules
+    them, but must stay up. ``any_close`` marks cases whose wrong the specification names no
+    reaction to at all (a second open in 1.0): any close, of whatever scope, with any code or
+    none, or of the socket, is as conformant as accepting it; the codes are only the likely
+    ones. ``tolerated`` are, for a valid case, the codes its method's rules
     name: arguments drawn at random may well ask for a queue that does not exist, and the
     specification says which close answers that; for a malformed case sent after valid
     traffic, the channel closes the traffic's methods' rules name (it may be refused first).
@@ -172,11 +187,15 @@ class Reaction:
     responses: tuple[str, ...] = ()
     or_reply: bool = False
     tolerated: tuple[Code, ...] = ()
+    any_close: bool = False
 
     @classmethod
-    def error(cls, codes: Sequence[Code], *, or_reply: bool = False) -> Reaction:
+    def error(
+        cls, codes: Sequence[Code], *, or_reply: bool = False, any_close: bool = False
+    ) -> Reaction:
         """The close the codes require: the first one's scope is what closes."""
-        return cls(Scope(codes[0].scope).close, tuple(codes), or_reply=or_reply)
+        scope = Scope(codes[0].scope).close
+        return cls(scope, tuple(codes), or_reply=or_reply or any_close, any_close=any_close)
 
     @classmethod
     def reply(cls, responses: Sequence[str] = (), tolerated: Sequence[Code] = ()) -> Reaction:
@@ -190,6 +209,8 @@ class Reaction:
             return outcome == OutcomeKind.REPLY
         if outcome == OutcomeKind.REPLY:
             return self.or_reply
+        if self.any_close and outcome in _CLOSES:
+            return True
         if not self.codes:  # a close that carries no code (1.0: the socket after a header)
             return outcome == self.outcome
         return outcome == self.outcome and any(c.value == code for c in self.codes)
@@ -206,6 +227,7 @@ class Reaction:
             "responses": list(self.responses),
             "or_reply": self.or_reply,
             "tolerated": [_code_data(c) for c in self.tolerated],
+            "any_close": self.any_close,
             "text": str(self),
         }
 
@@ -229,6 +251,7 @@ class Reaction:
             tuple(str(r) for r in data["responses"]),
             bool(data["or_reply"]),
             tuple(found(c) for c in data["tolerated"]),
+            bool(data.get("any_close", False)),  # (reproducers before it: none)
         )
 
     def __str__(self) -> str:
@@ -238,6 +261,8 @@ class Reaction:
             after = f" after the {' and '.join(self.responses)}" if self.responses else ""
             return f"{self.outcome}{after}"
         codes = " or ".join(f"{c.value} {c.name}" for c in self.codes)
+        if self.any_close:
+            return f"{self.outcome} {codes}, or any close (or accepted)"
         return f"{self.outcome} {codes}" + (" (or accepted)" if self.or_reply else "")
 
 

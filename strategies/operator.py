@@ -11,7 +11,8 @@ hard and soft errors) unless the operator names one (``scope``): a :class:`~amqp
 the category our own decoder gives the case) or ``ignore`` (the specification says the peer
 ignores what was sent). Where the specification says a frame is
 wrong but names no reaction, ``or_reply`` marks that accepting it is conformant too (the peer must
-stay up). Its ``build`` reads the valid frames it starts from, and how it breaks them, from a
+stay up); ``unnamed``, that any close is as well, whatever its scope and code (the codes are only
+the likely ones). Its ``build`` reads the valid frames it starts from, and how it breaks them, from a
 :class:`~.source.Source`. An operator that has no case against some peers (a frame over a
 limit the peer did not set) says which contexts it has one in (``usable``); the others do not
 draw it.
@@ -110,6 +111,7 @@ class Operator:
     book: CodeBook = field(repr=False, compare=False)
     scope: Scope | Special | None = None
     or_reply: bool = False
+    unnamed: bool = False
     rule: str | None = None
     targets: Callable[[Any], tuple[object, ...]] | None = field(
         default=None, repr=False, compare=False
@@ -181,7 +183,7 @@ def _reaction(operator: Operator, spec: Any, names: tuple[str, ...]) -> Reaction
     if not operator.codes and not names and isinstance(operator.scope, Scope):
         return Reaction(operator.scope.close)  # a close the case asked for: no code required
     codes = operator.codes_in(spec, names or None)
-    return Reaction.error(codes, or_reply=operator.or_reply)
+    return Reaction.error(codes, or_reply=operator.or_reply, any_close=operator.unnamed)
 
 
 _Build = TypeVar("_Build", bound=Callable[..., Built])

@@ -97,8 +97,9 @@ def mutations_command(protocol: str, as_json: bool) -> None:
     except InvalidArgument:
         raise BadInput(f"no mutation operators for AMQP {protocol} yet") from None
     rows: list[dict[str, Any]] = []
+    op_reactions = {op.name: op.reaction(spec) for op in catalogue}
     for op in catalogue:
-        reaction = op.reaction(spec)
+        reaction = op_reactions[op.name]
         rows.append(
             {
                 "name": op.name,
@@ -108,6 +109,7 @@ def mutations_command(protocol: str, as_json: bool) -> None:
                 "reaction": reaction.outcome,
                 "codes": [{"name": c.name, "value": c.value} for c in reaction.codes],
                 "or_accepted": reaction.or_reply,
+                "or_any_close": reaction.any_close,
             }
         )
     if as_json:
@@ -118,7 +120,5 @@ def mutations_command(protocol: str, as_json: bool) -> None:
     for column in ("breaks", "how", "required reaction"):
         table.add_column(column)
     for row in rows:
-        codes = " or ".join(f"{c['value']} {c['name']}" for c in row["codes"])
-        required = f"{row['reaction']} {codes}" + (" (or accepted)" if row["or_accepted"] else "")
-        table.add_row(row["name"], row["breaks"], row["how"], required)
+        table.add_row(row["name"], row["breaks"], row["how"], str(op_reactions[row["name"]]))
     make_console().print(table)

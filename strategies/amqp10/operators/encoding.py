@@ -149,6 +149,7 @@ def absurd_size(src: Source, ctx: Context) -> Built:
     "connection",
     "encoding",
     or_reply=True,
+    unnamed=True,
 )
 def deep_nesting(src: Source, ctx: Context) -> Built:
     _, p = _attach(src, ctx)
@@ -202,6 +203,7 @@ def descriptor_type(src: Source, ctx: Context) -> Built:
     "connection",
     "encoding",
     or_reply=True,
+    unnamed=True,
 )
 def too_many_fields(src: Source, ctx: Context) -> Built:
     _, p = _attach(src, ctx)

@@ -100,6 +100,7 @@ def size_short(src: Source, ctx: Context) -> Built:
     "connection",
     "frame",
     or_reply=True,
+    unnamed=True,
 )
 def unknown_frame_type(src: Source, ctx: Context) -> Built:
     name, body = _body(src, ctx)

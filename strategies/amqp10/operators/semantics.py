@@ -31,6 +31,7 @@ def _closing(ctx: Context, name: str) -> tuple[ErrorCode, ...]:
     "connection",
     "semantic",
     or_reply=True,
+    unnamed=True,
 )
 def no_session(src: Source, ctx: Context) -> Built:
     frame = session_frame(src, ctx)
@@ -46,6 +47,7 @@ def no_session(src: Source, ctx: Context) -> Built:
     "connection",
     "semantic",
     or_reply=True,
+    unnamed=True,
 )
 def begin_twice(src: Source, ctx: Context) -> Built:
     return Built((ctx.wire(ctx.begin()),), "begin", "on a channel in use")
@@ -133,6 +135,7 @@ def beyond_credit(src: Source, ctx: Context) -> Built:
     "session",
     "semantic",
     or_reply=True,
+    unnamed=True,
 )
 def unknown_disposition(src: Source, ctx: Context) -> Built:
     first = UInt(src.pick((0, 1, 1000, 0xFFFFFFFF)))

@@ -24,6 +24,7 @@ __all__: list[str] = []
     "connection",
     "state",
     or_reply=True,
+    unnamed=True,
 )
 def before_open(src: Source, ctx: Context) -> Built:
     steps = (ctx.wire(ctx.begin(), channel=0), ctx.wire(ctx.open(src), channel=0))
@@ -39,6 +40,7 @@ def before_open(src: Source, ctx: Context) -> Built:
     "connection",
     "state",
     or_reply=True,
+    unnamed=True,
 )
 def open_twice(src: Source, ctx: Context) -> Built:
     return Built((ctx.wire(ctx.open(src), channel=0),), "open", "a second open", Placement.NONE)

@@ -10,7 +10,8 @@ import pytest
 from hypothesis.errors import InvalidArgument
 
 from amqpfuzz.spec.amqp10.codec import codec_for
-from amqpfuzz.strategies import Case, malformed_case_builder, operators
+from amqpfuzz.strategies import Case, Reaction, malformed_case_builder, operators
+from amqpfuzz.strategies.amqp10.context import CODES
 from amqpfuzz.strategies.amqp10.family import FAMILY
 from amqpfuzz.strategies.source import Source
 
@@ -84,3 +85,42 @@ def test_a_frame_over_max_is_not_drawn_against_a_peer_with_no_limit() -> None:
     limited = malformed_case_builder(["frame-over-max"], protocol="1.0", frame_max=4096)
     case = limited(bytes(512))
     assert 4096 < len(case.steps[0].render(3)) <= 4096 + 64
+
+
+UNNAMED = [
+    "before-open", "open-twice", "no-session", "begin-twice", "unknown-disposition",
+    "unknown-frame-type", "deep-nesting", "too-many-fields",
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("name", UNNAMED)
+def test_a_wrong_the_transport_names_no_reaction_to_may_be_met_by_any_close(name: str) -> None:
+    # the false-alarm audit (issue 36): RabbitMQ answers a second open with a close that
+    # carries no error, and a begin before open by closing the socket; 2.4.1 names no reaction
+    # to either (nor 2.5.1, 2.7.6, 2.3.1 and 1.4 to the others), so any close is conformant,
+    # as is accepting it; the broker must still answer and stay up
+    for case in _cases(name, 20):
+        expected = case.expected
+        assert expected.any_close and "or any close" in str(expected)
+        for outcome in ("connection-close", "session-close", "link-close", "socket-close"):
+            assert expected.accepts(outcome, None), (outcome, case)
+        assert expected.accepts("connection-close", "amqp:internal-error")
+        assert expected.accepts("reply", None)
+        for outcome in ("timeout", "broker-down", "bad-frame"):
+            assert not expected.accepts(outcome, None), (outcome, case)
+    # a reproducer keeps it; one written before it had none
+    data = expected.as_dict()
+    assert Reaction.from_dict(data, lambda n: CODES.code(codec.spec, n)) == expected
+    older = {k: v for k, v in data.items() if k != "any_close"}
+    assert not Reaction.from_dict(older, lambda n: CODES.code(codec.spec, n)).any_close
+
+
+def test_a_wrong_the_transport_names_a_reaction_to_wants_that_one() -> None:
+    # 2.6.7 names the detach a transfer beyond credit may bring: not any close; 2.7.4 names
+    # the session error of a handle never attached
+    for name in ("beyond-credit", "unattached-handle", "handle-in-use"):
+        for case in _cases(name, 20):
+            assert not case.expected.any_close, case
+            assert not case.expected.accepts("socket-close", None), case
+    named = {o.name for o in operators("1.0") if not o.unnamed}
+    assert named.isdisjoint(UNNAMED) and len(named) > 20
