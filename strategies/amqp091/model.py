@@ -304,8 +304,9 @@ class Model:
 
     def end(self) -> None:
         """Delete what the walk declared (queues first: a queue bound to an exchange keeps
-        it in use)."""
-        deleting = {m.class_name: m for m in self.ctx.channel_methods if m.name == "delete"}
+        it in use), with the delete methods the broker implements (GarageMQ never answers
+        exchange.delete: its profile's traffic has none; what is left the run deletes)."""
+        deleting = {m.class_name: m for m in self.ctx.traffic_methods if m.name == "delete"}
         for name in [q.name for q in self.queues.values() if not q.shared]:
             if "queue" in deleting:
                 self.send(
