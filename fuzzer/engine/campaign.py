@@ -12,7 +12,7 @@ throwaway broker that goes down is restarted and the crash pinned on its case
 (:mod:`.shrink`) and its reproducer rewritten with the smallest case that fails every time, all
 within a quarter of the budget more (at least 10 s), so that a run ends close to the time it was
 given. Replays confirming a failure count in the budget: the last batch's are allowed a tenth
-of the budget more (at least three timeouts, :func:`replay_grace`); a failure found after that is reported
+of the budget more (at least 5 s, :func:`replay_grace`); a failure found after that is reported
 as found, and says it was not replayed. The parts: :mod:`.drawing` (the batches), :mod:`.judging`, :mod:`.crashes`,
 :mod:`.measuring` (the broker's coverage), :mod:`.state` (settings and totals).
 """
@@ -60,11 +60,9 @@ from .triage import went_down
 __all__ = ["Campaign", "CampaignSettings", "Stats", "Tally", "TargetRun", "expected_of"]
 
 
-def replay_grace(duration: float | None, timeout: float = 0.0) -> float:
-    """How long after the budget's end a new failure is still replayed before it is reported:
-    a tenth of the budget, and at least the time of three replays that wait out the timeout
-    (one after another), so that the last batch's failures are confirmed too."""
-    return math.inf if duration is None else max(5.0, duration / 10, 3 * timeout)
+def replay_grace(duration: float | None) -> float:
+    """How long after the budget's end a new failure is still replayed before it is reported."""
+    return math.inf if duration is None else max(5.0, duration / 10)
 
 
 class CampaignOver(BaseException):
@@ -119,7 +117,7 @@ class Campaign:
             self.emit,
             self.drawing.avoided,
             self.crashes.confirmed,
-            lambda: self._deadline + replay_grace(config.duration, config.timeout),
+            lambda: self._deadline + replay_grace(config.duration),
         )
         for run in targets:
             run.protocol = config.protocol

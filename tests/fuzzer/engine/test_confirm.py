@@ -129,6 +129,3 @@ def test_replays_stop_when_the_run_s_time_is_up(peer: Peer, tmp_path: Path) -> N
     assert found.seen[1:] == ("not replayed: the run's budget was spent",) * 2
     assert confirm(again, 3, "o").rate == "3/3"
     assert replay_grace(10) == 5.0 and replay_grace(600) == 60.0 and replay_grace(None) > 1e9
-    # the audit's 60 s runs (timeout 5): hangs and 3 s closes of the last batch went
-    # unreplayed within 6 s; three replays waiting out the timeout fit in the grace now
-    assert replay_grace(60, 5.0) == 15.0 and replay_grace(600, 5.0) == 60.0
