@@ -227,7 +227,7 @@ class Reaction:
             "responses": list(self.responses),
             "or_reply": self.or_reply,
             "tolerated": [_code_data(c) for c in self.tolerated],
-            "any_close": self.any_close,
+            **({"any_close": True} if self.any_close else {}),  # (only where it is set)
             "text": str(self),
         }
 
