@@ -38,18 +38,6 @@ __all__ = [
     "awaits",
 ]
 
-# what ends something: a close of any scope, or of the socket (``Reaction.any_close``)
-_CLOSES = frozenset(
-    {
-        OutcomeKind.CHANNEL_CLOSE,
-        OutcomeKind.SESSION_CLOSE,
-        OutcomeKind.LINK_CLOSE,
-        OutcomeKind.EXECUTION_CLOSE,
-        OutcomeKind.CONNECTION_CLOSE,
-        OutcomeKind.SOCKET_CLOSE,
-    }
-)
-
 
 class Code(Protocol):
     """A reply code or error condition of a specification: its name, its value on the wire,
@@ -209,8 +197,8 @@ class Reaction:
             return outcome == OutcomeKind.REPLY
         if outcome == OutcomeKind.REPLY:
             return self.or_reply
-        if self.any_close and outcome in _CLOSES:
-            return True
+        if self.any_close and (OutcomeKind(outcome).closes or outcome == OutcomeKind.SOCKET_CLOSE):
+            return True  # a close of any scope, or of the socket
         if not self.codes:  # a close that carries no code (1.0: the socket after a header)
             return outcome == self.outcome
         return outcome == self.outcome and any(c.value == code for c in self.codes)

@@ -97,9 +97,8 @@ def mutations_command(protocol: str, as_json: bool) -> None:
     except InvalidArgument:
         raise BadInput(f"no mutation operators for AMQP {protocol} yet") from None
     rows: list[dict[str, Any]] = []
-    op_reactions = {op.name: op.reaction(spec) for op in catalogue}
-    for op in catalogue:
-        reaction = op_reactions[op.name]
+    reactions = [op.reaction(spec) for op in catalogue]
+    for op, reaction in zip(catalogue, reactions, strict=True):
         rows.append(
             {
                 "name": op.name,
@@ -119,6 +118,6 @@ def mutations_command(protocol: str, as_json: bool) -> None:
     table.add_column("operator", no_wrap=True)
     for column in ("breaks", "how", "required reaction"):
         table.add_column(column)
-    for row in rows:
-        table.add_row(row["name"], row["breaks"], row["how"], str(op_reactions[row["name"]]))
+    for row, reaction in zip(rows, reactions, strict=True):
+        table.add_row(row["name"], row["breaks"], row["how"], str(reaction))
     make_console().print(table)
