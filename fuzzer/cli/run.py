@@ -367,7 +367,14 @@ def _run(
                 prefix=f"amqpfuzz-{run_id[:8]}-w{i}-",
                 profile=profile,
                 coverage=probes,
-                fuzz=replace(fuzz, seed=seed + i, corpus_part=(i, workers))
+                # a hang is confirmed on the run's own broker restarted, when no other
+                # worker uses it
+                fuzz=replace(
+                    fuzz,
+                    seed=seed + i,
+                    corpus_part=(i, workers),
+                    fresh_hangs=own is not None and workers == 1,
+                )
                 if campaign_kind != "stateful"
                 else None,
                 # a program may restart the run's own broker when no other worker uses it

@@ -21,6 +21,7 @@ import os
 import socket
 import tempfile
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -81,8 +82,10 @@ def _campaign(
         emit = Emitter(handler, keep)
         probe = broker.probe if broker is not None else None
         run = TargetRun(target, broker=broker, profile_name=shard.profile, coverage=probe)
+        # the shard's own throwaway broker may be restarted to confirm a hang on it fresh
+        settings = replace(shard.settings, fresh_hangs=broker is not None)
         campaign = Campaign(
-            [run], shard.settings, out=scratch, run_id=shard.run_id, prefix=shard.prefix,
+            [run], settings, out=scratch, run_id=shard.run_id, prefix=shard.prefix,
             emit=emit,
         )  # fmt: skip
         try:

@@ -118,6 +118,7 @@ class Campaign:
             self.drawing.avoided,
             self.crashes.confirmed,
             lambda: self._deadline + replay_grace(config.duration),
+            renew=self.crashes.renew,
         )
         for run in targets:
             run.protocol = config.protocol

@@ -77,6 +77,26 @@ class Crashes:
         self.stats.broker_down = f"{run.label} stopped accepting connections"
         return False
 
+    def renew(self, run: TargetRun) -> bool:
+        """Restart a throwaway broker that is still up, so that what comes next meets it
+        fresh (a hang's replays: :class:`~.state.CampaignSettings` ``fresh_hangs``); one that
+        will not come back is dealt with as a crash's restart is."""
+        if run.broker is None:
+            return False
+        self._measure()  # (the lines reached so far stand)
+        try:
+            run.broker.recover()
+        except BrokerError:
+            return self.restart(run)
+        if run.runner is not None:
+            run.runner.close()
+        try:
+            run.runner = self._connect(run)
+        except ConnectionFailed:
+            return self.restart(run)
+        self._measure()
+        return True
+
     def after_batch(
         self, run: TargetRun, results: list[Result], traffic: tuple[Sent, ...]
     ) -> list[Result]:

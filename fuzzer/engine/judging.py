@@ -55,9 +55,11 @@ class Judging:
         avoided: set[str],
         crashes: dict[str, Confirmation],
         until: Callable[[], float] = lambda: math.inf,
+        renew: Callable[[TargetRun], bool] | None = None,
     ) -> None:
         self.config, self.out, self.stats, self.emit = config, out, stats, emit
         self.until = until  # when replays stop (the budget's end, and a little grace)
+        self.renew = renew  # restarts a throwaway broker that is still up (``fresh_hangs``)
         self.avoided = avoided
         self.crashes = crashes
         self.first: dict[str, tuple[Case, Path, TargetRun]] = {}  # signature -> to shrink
@@ -115,6 +117,12 @@ class Judging:
         chosen = list(self._replayed(results, targets).values())
         if not chosen:
             return
+        if self.config.fresh_hangs and self.renew is not None:
+            # a hang may be the broker's state (a lock an earlier case left held), not the
+            # case's: its replays meet the broker restarted, as the printed command's do
+            hung = {id(run): run for run, result in chosen if _hung(result)}
+            for run in hung.values():
+                self.renew(run)
         width = min(16, len(chosen))  # (replays mostly wait on sockets)
         with ThreadPoolExecutor(width, thread_name_prefix="amqpfuzz-replay") as pool:
             done = pool.map(lambda each: self._replay(*each), chosen)
@@ -136,7 +144,7 @@ class Judging:
         def again() -> Replay:  # (what it declares: deleted with the run's names)
             return replay(data, run.target, timeout=self.config.timeout, created=created)
 
-        hang = result.outcome.kind == OutcomeKind.TIMEOUT
+        hang = _hung(result)
         return (
             record_id,
             path,
@@ -414,3 +422,7 @@ def expected_of(case: Case) -> dict[str, Any]:
 def steering_key(case: Case) -> str:
     """What steering goes by: a malformed case's operator, a valid case's method."""
     return case.operator or f"valid {case.spec_ref}"
+
+
+def _hung(result: Result) -> bool:
+    return result.outcome.kind == OutcomeKind.TIMEOUT

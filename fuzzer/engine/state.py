@@ -55,6 +55,10 @@ class CampaignSettings:
     confirm: int = 3
     # distinct cases of a flaky signature tried before it stays flaky for the run
     confirm_tries: int = 3
+    # a new hang is replayed on the throwaway broker restarted first (only where the campaign
+    # has it to itself): what earlier cases left on it (a lock still held, a queue) is not the
+    # hang's, and ``amqpfuzz replay FILE`` meets a fresh broker too
+    fresh_hangs: bool = False
 
 
 @dataclass(frozen=True)

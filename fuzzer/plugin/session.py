@@ -194,6 +194,7 @@ class AmqpSession:
                 seed=self.options.seed,
                 shrink=False,
                 protocol=self.options.protocol,
+                fresh_hangs=True,  # (each worker's throwaway broker is its own)
             )
             failing = ("fail", "flaky") if self.options.flaky_fails else ("fail",)
             self.gate = Gate(self._record_handler("fuzz"), failing)

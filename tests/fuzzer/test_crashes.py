@@ -6,6 +6,7 @@ reproducer that brings a fresh GarageMQ down again, and records hangs."""
 from __future__ import annotations
 
 import collections
+import contextlib
 import os
 import select
 import shutil
@@ -142,3 +143,65 @@ def test_hangs_are_findings_and_cost_one_timeout_not_one_each(
     again = amqpfuzz("replay", str(path), "--url", garagemq.url, "--timeout", "1")
     assert again.returncode == 1, again.stdout + again.stderr
     assert "still failing: hang:tx.select:valid:reply->timeout" in again.stdout
+
+
+def _deadlocked(broker: Broker) -> None:
+    """Leave GarageMQ's queues locked, as an earlier case of a run can: a queue.delete of an
+    exclusive queue that a consumer reads and a binding holds is never answered, and from then
+    on no queue.delete is, on any connection."""
+    import threading
+
+    import pika
+
+    connection = pika.BlockingConnection(pika.URLParameters(broker.url))
+    channel = connection.channel()
+    channel.exchange_declare("amqpfuzz-lock-x", "topic")
+    channel.queue_declare("amqpfuzz-lock-q", exclusive=True)
+    channel.basic_consume("amqpfuzz-lock-q", lambda *_: None, consumer_tag="amqpfuzz-lock-c")
+    channel.queue_bind("amqpfuzz-lock-q", "amqpfuzz-lock-x", "#")
+
+    def delete() -> None:
+        with contextlib.suppress(pika.exceptions.AMQPError):  # (ended by the broker's restart)
+            channel.queue_delete("amqpfuzz-lock-q")
+
+    stuck = threading.Thread(target=delete, daemon=True)
+    stuck.start()
+    stuck.join(1.0)
+    assert stuck.is_alive(), "GarageMQ answered the queue.delete that locks its queues"
+
+
+def test_a_hang_an_earlier_case_left_is_confirmed_on_the_broker_restarted(
+    fresh_garagemq: Broker, tmp_path: Path
+) -> None:
+    """A case that hangs only because the broker's state is stuck (GarageMQ's queues locked by
+    an earlier case) is not the case's failure: with ``fresh_hangs`` its replays meet the
+    broker restarted, as ``amqpfuzz replay FILE`` meets a fresh one, and it is flaky, 0/3.
+    Without it, the replays meet the stuck broker and call it a failure, 3/3."""
+    from amqpfuzz.fuzzer.engine.campaign import Campaign
+    from amqpfuzz.fuzzer.engine.events import CaseJudged, Emitter
+    from amqpfuzz.fuzzer.engine.state import CampaignSettings, TargetRun
+
+    case = find(valid_cases(["queue.delete"], prefix="amqpfuzz-lock-"), lambda c: True)
+
+    def judged(fresh: bool, out: Path) -> tuple[CaseJudged, int | None]:
+        _deadlocked(fresh_garagemq)
+        run = TargetRun(parse_target(fresh_garagemq.url), broker=fresh_garagemq)
+        config = CampaignSettings(duration=None, timeout=1.0, shrink=False, fresh_hangs=fresh)
+        campaign = Campaign([run], config, out=out, run_id="r", prefix="amqpfuzz-lock-",
+                            emit=Emitter())  # fmt: skip
+        campaign.start()
+        before = fresh_garagemq.process.pid if fresh_garagemq.process else None
+        (event,) = [e for e in campaign.run_batch([case]) if isinstance(e, CaseJudged)]
+        campaign.finish()
+        after = fresh_garagemq.process.pid if fresh_garagemq.process else None
+        return event, (after if after != before else None)
+
+    stuck, restarted = judged(False, tmp_path / "stuck")
+    assert stuck.verdict == "fail", stuck.extra
+    assert stuck.extra["confirmation"]["rate"] == "3/3" and restarted is None
+    fresh_garagemq.recover()  # (the locks end with the process)
+    fresh, restarted = judged(True, tmp_path / "fresh")
+    assert fresh.failure is not None and fresh.failure["oracle"] == "hang"
+    assert fresh.verdict == "flaky", fresh.extra
+    assert fresh.extra["confirmation"]["rate"] == "0/3" and restarted is not None
+    assert load_reproducer(str(fresh.reproducer))["verdict"] == "flaky"

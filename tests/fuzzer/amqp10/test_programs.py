@@ -148,13 +148,20 @@ def test_a_stateful_1_0_run_writes_its_program(tmp_path: Path) -> None:
     """The Proton example broker breaks an invariant in a round of ten programs (a message a
     closed link held, or a durable message across a restart, lost): the run keeps the
     program. One round by count, not a time: how many programs a loaded machine fits in a
-    few seconds is not this test's question."""
-    done = subprocess.run(
-        [AMQPFUZZ, "run", "--kind", "stateful", "--protocol", "1.0", "--broker", "qpid-proton",
-         "--duration", "600", "--max-examples", "20", "--timeout", "1", "--no-shrink", "--seed", "2",
-         "--out", str(tmp_path)],
-        capture_output=True, text=True, timeout=600,
-    )  # fmt: skip
+    few seconds is not this test's question. Nor is whether a round meets a loss (the
+    programs follow the broker's answers, and its timing): a round that met none (once in a
+    loaded fresh-clone run, 0 of 32 rounds otherwise) says so and exits 0, and a round of
+    another seed is run; what the test asks is what a run that met one keeps."""
+    for seed in ("2", "3"):
+        done = subprocess.run(
+            [AMQPFUZZ, "run", "--kind", "stateful", "--protocol", "1.0", "--broker", "qpid-proton",
+             "--duration", "600", "--max-examples", "20", "--timeout", "1", "--no-shrink",
+             "--seed", seed, "--out", str(tmp_path)],
+            capture_output=True, text=True, timeout=600,
+        )  # fmt: skip
+        if done.returncode != 0:
+            break
+        assert " 0 failures" in done.stdout and not list(tmp_path.glob("reproducers/*.json"))
     assert done.returncode == 1, done.stdout[-2000:] + done.stderr
     reproducers = [json.loads(p.read_text()) for p in (tmp_path / "reproducers").glob("*.json")]
     assert reproducers and all(r["kind"] == "program" for r in reproducers)
