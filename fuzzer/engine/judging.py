@@ -110,24 +110,30 @@ class Judging:
         """Replay the batch's new failures before they are judged, each signature's replays
         in a thread of their own (a case whose connection the broker closes only after a few
         seconds costs those seconds once per batch, not once per signature), each one's own
-        replays one after the other (a hang's side by side). What came is used by
-        :meth:`judge`."""
+        replays one after the other (a hang's side by side). With ``fresh_hangs``, a hang on
+        a throwaway broker is replayed on it restarted, one signature after another: a hang
+        may be the broker's state (a lock an earlier case, or another signature's replay, left
+        held), not the case's, and the printed command meets a fresh broker. What came is
+        used by :meth:`judge`."""
         if self.config.confirm <= 0 or self._spent():
             return
         chosen = list(self._replayed(results, targets).values())
-        if not chosen:
-            return
+        alone: list[tuple[TargetRun, Result]] = []
         if self.config.fresh_hangs and self.renew is not None:
-            # a hang may be the broker's state (a lock an earlier case left held), not the
-            # case's: its replays meet the broker restarted, as the printed command's do
-            hung = {id(run): run for run, result in chosen if _hung(result)}
-            for run in hung.values():
+            alone = [(run, r) for run, r in chosen if _hung(r) and run.broker is not None]
+            apart = {id(result) for _, result in alone}
+            chosen = [each for each in chosen if id(each[1]) not in apart]
+        if chosen:
+            width = min(16, len(chosen))  # (replays mostly wait on sockets)
+            with ThreadPoolExecutor(width, thread_name_prefix="amqpfuzz-replay") as pool:
+                done = pool.map(lambda each: self._replay(*each), chosen)
+                for (_, result), ahead in zip(chosen, done, strict=True):
+                    self._ahead[id(result)] = ahead
+        for run, result in alone:
+            assert self.renew is not None
+            if not self._spent():
                 self.renew(run)
-        width = min(16, len(chosen))  # (replays mostly wait on sockets)
-        with ThreadPoolExecutor(width, thread_name_prefix="amqpfuzz-replay") as pool:
-            done = pool.map(lambda each: self._replay(*each), chosen)
-            for (_, result), ahead in zip(chosen, done, strict=True):
-                self._ahead[id(result)] = ahead
+            self._ahead[id(result)] = self._replay(run, result)
 
     def _spent(self) -> bool:
         return time.monotonic() > self.until()
@@ -144,14 +150,14 @@ class Judging:
         def again() -> Replay:  # (what it declares: deleted with the run's names)
             return replay(data, run.target, timeout=self.config.timeout, created=created)
 
-        hang = _hung(result)
-        return (
-            record_id,
-            path,
-            confirm(
-                again, self.config.confirm, str(result.outcome), together=hang, until=self.until
-            ),
-        )
+        # a hang's replays run side by side (one timeout, not one each), but not a case's that
+        # names what it creates: they would meet each other's (a queue locked to another
+        # connection, a broker's locks taken in turn), which the printed replay never does
+        prefix = run.runner.prefix if run.runner is not None else ""
+        together = _hung(result) and not any(run.driver.created(result.case, [], prefix))
+        found = str(result.outcome)
+        runs = self.config.confirm
+        return record_id, path, confirm(again, runs, found, together=together, until=self.until)
 
     # -- one case --------------------------------------------------------------------------
 

@@ -102,7 +102,10 @@ def test_traffic_passes_but_for_the_peers_recorded_deviations(peer: Broker) -> N
 def test_a_malformed_case_after_a_walk_meets_a_session_in_state(peer: Broker) -> None:
     """Frame headers broken after a walk, on connections of their own: every segment of the
     walk goes (no await of it fails), then the frame the operator broke, and the peer closes
-    the connection for it (or drops the socket, as RabbitMQ does for a broken frame header)."""
+    the connection for it (or drops the socket, as RabbitMQ does for a broken frame header).
+    The Proton broker sends a close first; now and then the socket's reset overtakes it (the
+    peer closes with our bytes unread, and the reset drops what we had not read yet), so a
+    few cases may see only the socket go: most must see the close."""
     runner = Runner(parse_target(peer.url), protocol="1.0", timeout=3.0, broker=peer, prefix=PREFIX)
     runner.start()
     try:
@@ -117,9 +120,12 @@ def test_a_malformed_case_after_a_walk_meets_a_session_in_state(peer: Broker) ->
     for result in results:
         assert "not met" not in result.outcome.text, result.outcome
         assert result.case.render(0)[-20:] and result.data.endswith(result.case.steps[-1].render(0))
-    assert {r.outcome.kind for r in results} == {
-        "connection-close" if peer.kind == "qpid-proton" else "socket-close"
-    }
+    kinds = Counter(str(r.outcome.kind) for r in results)
+    if peer.kind == "qpid-proton":
+        assert set(kinds) <= {"connection-close", "socket-close"}, kinds
+        assert kinds["connection-close"] > kinds["socket-close"], kinds
+    else:
+        assert set(kinds) == {"socket-close"}, kinds
 
 
 def test_a_whole_connection_of_traffic_opens_and_is_proved_alive(proton: Broker) -> None:

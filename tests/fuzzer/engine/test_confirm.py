@@ -129,3 +129,33 @@ def test_replays_stop_when_the_run_s_time_is_up(peer: Peer, tmp_path: Path) -> N
     assert found.seen[1:] == ("not replayed: the run's budget was spent",) * 2
     assert confirm(again, 3, "o").rate == "3/3"
     assert replay_grace(10) == 5.0 and replay_grace(600) == 60.0 and replay_grace(None) > 1e9
+
+
+def test_a_hang_s_replays_go_one_after_another_when_its_case_names_what_it_creates(
+    peer: Peer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Side by side, the replays of a case that declares a named entity meet each other's
+    (GarageMQ: an exclusive queue locked to another connection, 405, or its queue locks taken
+    in turn, a hang the printed replay never meets): they go one after another. A hang whose
+    case names nothing is still replayed side by side (one timeout, not one per replay)."""
+    from amqpfuzz.fuzzer.engine import judging
+    from tests.helpers.fake import FakeDriver
+
+    together: list[bool] = []
+    real = judging.confirm
+
+    def spy(again: Any, runs: int, found: str, **options: Any) -> Confirmation:
+        together.append(options["together"])
+        return real(again, runs, found, **options)
+
+    monkeypatch.setattr(judging, "confirm", spy)
+    run, _ = campaign(peer, tmp_path / "nameless", ("hang",), 4)
+    run.start()
+    run.run()
+    assert together and all(together)
+    together.clear()
+    monkeypatch.setattr(FakeDriver, "created", lambda self, case, _, prefix: [("q", prefix + "q")])
+    run, _ = campaign(peer, tmp_path / "named", ("hang",), 4)
+    run.start()
+    run.run()
+    assert together and not any(together)
