@@ -358,6 +358,9 @@ def _run(
         )
         for notice in notices:
             console.print(notice, highlight=False, markup=False, soft_wrap=True)
+        # the run's own broker, that no other worker uses: a program may restart it, and a
+        # hang is confirmed on it restarted
+        alone = own is not None and workers == 1
         jobs = [
             WorkerJob(
                 index=i,
@@ -367,18 +370,10 @@ def _run(
                 prefix=f"amqpfuzz-{run_id[:8]}-w{i}-",
                 profile=profile,
                 coverage=probes,
-                # a hang is confirmed on the run's own broker restarted, when no other
-                # worker uses it
-                fuzz=replace(
-                    fuzz,
-                    seed=seed + i,
-                    corpus_part=(i, workers),
-                    fresh_hangs=own is not None and workers == 1,
-                )
+                fuzz=replace(fuzz, seed=seed + i, corpus_part=(i, workers), fresh_hangs=alone)
                 if campaign_kind != "stateful"
                 else None,
-                # a program may restart the run's own broker when no other worker uses it
-                programs=replace(programs, seed=seed + i, restarts=own is not None and workers == 1)
+                programs=replace(programs, seed=seed + i, restarts=alone)
                 if campaign_kind != "fuzz"
                 else None,
             )

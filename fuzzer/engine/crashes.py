@@ -65,10 +65,8 @@ class Crashes:
                     return False
                 time.sleep(2.0**failed)  # the machine may need a moment
                 continue
-            if run.runner is not None:
-                run.runner.close()
             try:
-                run.runner = self._connect(run)
+                self._reconnect(run)
             except ConnectionFailed:
                 continue  # down again already (another worker's case): once more
             self.emit(BrokerRestarted(run.label))
@@ -86,16 +84,17 @@ class Crashes:
         self._measure()  # (the lines reached so far stand)
         try:
             run.broker.recover()
-        except BrokerError:
-            return self.restart(run)
-        if run.runner is not None:
-            run.runner.close()
-        try:
-            run.runner = self._connect(run)
-        except ConnectionFailed:
+            self._reconnect(run)
+        except (BrokerError, ConnectionFailed):
             return self.restart(run)
         self._measure()
         return True
+
+    def _reconnect(self, run: TargetRun) -> None:
+        """A new runner for a broker that was restarted (ConnectionFailed: down again)."""
+        if run.runner is not None:
+            run.runner.close()
+        run.runner = self._connect(run)
 
     def after_batch(
         self, run: TargetRun, results: list[Result], traffic: tuple[Sent, ...]

@@ -117,12 +117,12 @@ class Judging:
         used by :meth:`judge`."""
         if self.config.confirm <= 0 or self._spent():
             return
-        chosen = list(self._replayed(results, targets).values())
+        renew = self.renew if self.config.fresh_hangs else None
+        chosen: list[tuple[TargetRun, Result]] = []
         alone: list[tuple[TargetRun, Result]] = []
-        if self.config.fresh_hangs and self.renew is not None:
-            alone = [(run, r) for run, r in chosen if _hung(r) and run.broker is not None]
-            apart = {id(result) for _, result in alone}
-            chosen = [each for each in chosen if id(each[1]) not in apart]
+        for run, result in self._replayed(results, targets).values():
+            fresh = renew is not None and _hung(result) and run.broker is not None
+            (alone if fresh else chosen).append((run, result))
         if chosen:
             width = min(16, len(chosen))  # (replays mostly wait on sockets)
             with ThreadPoolExecutor(width, thread_name_prefix="amqpfuzz-replay") as pool:
@@ -130,9 +130,8 @@ class Judging:
                 for (_, result), ahead in zip(chosen, done, strict=True):
                     self._ahead[id(result)] = ahead
         for run, result in alone:
-            assert self.renew is not None
-            if not self._spent():
-                self.renew(run)
+            if renew is not None and not self._spent():
+                renew(run)
             self._ahead[id(result)] = self._replay(run, result)
 
     def _spent(self) -> bool:
