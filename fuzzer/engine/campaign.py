@@ -11,10 +11,10 @@ throwaway broker that goes down is restarted and the crash pinned on its case
 (:mod:`.crashes`). When the budget is spent, each new failure signature is shrunk
 (:mod:`.shrink`) and its reproducer rewritten with the smallest case that fails every time, all
 within a quarter of the budget more (at least 10 s), so that a run ends close to the time it was
-given. Replays confirming a failure count in the budget: the last batch's are allowed a tenth
-of the budget more (at least 5 s, :func:`replay_grace`); a failure found after that is reported
-as found, and says it was not replayed. The parts: :mod:`.drawing` (the batches), :mod:`.judging`, :mod:`.crashes`,
-:mod:`.measuring` (the broker's coverage), :mod:`.state` (settings and totals).
+given. Replays confirming a failure count in the budget; the last batch's new signatures are
+confirmed past its end (a failure is never reported unreplayed for want of time). The parts:
+:mod:`.drawing` (the batches), :mod:`.judging`, :mod:`.crashes`, :mod:`.measuring` (the
+broker's coverage), :mod:`.state` (settings and totals).
 """
 
 from __future__ import annotations
@@ -58,11 +58,6 @@ from .state import CampaignSettings, Ran, Stats, Tally, TargetRun
 from .triage import went_down
 
 __all__ = ["Campaign", "CampaignSettings", "Stats", "Tally", "TargetRun", "expected_of"]
-
-
-def replay_grace(duration: float | None) -> float:
-    """How long after the budget's end a new failure is still replayed before it is reported."""
-    return math.inf if duration is None else max(5.0, duration / 10)
 
 
 class CampaignOver(BaseException):
@@ -117,7 +112,7 @@ class Campaign:
             self.emit,
             self.drawing.avoided,
             self.crashes.confirmed,
-            lambda: self._deadline + replay_grace(config.duration),
+            lambda: self._deadline,
             renew=self.crashes.renew,
         )
         for run in targets:

@@ -10,8 +10,6 @@ reason; AFL reports a stability figure).
 
 from __future__ import annotations
 
-import math
-import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -73,18 +71,15 @@ def confirm(
     found: str,
     *,
     together: bool = False,
-    until: Callable[[], float] = lambda: math.inf,
 ) -> Confirmation:
     """Replay a failure ``runs`` times (``again``: one replay of its reproducer) and count
     those that failed with its signature. ``together`` runs them side by side, each on its own
     connection: a hang costs one timeout then, not one per replay. A replay that cannot be
-    made (the broker refused the connection; the run's time, ``until``, was up before it
-    began) counts neither way, its reason kept; where none could be made, the failure stands
-    as it was seen (:func:`unconfirmed`)."""
+    made (the broker refused the connection) counts neither way, its reason kept; where none
+    could be made, the failure stands as it was seen (:func:`unconfirmed`). The run's time
+    does not cut them short: a failure is never reported unreplayed for want of it."""
 
-    def once(index: int) -> tuple[bool | None, str]:
-        if index and time.monotonic() > until():  # (the first is always made)
-            return None, "not replayed: the run's budget was spent"
+    def once(_: int) -> tuple[bool | None, str]:
         try:
             done = again()
         except AmqpfuzzError as exc:
@@ -141,10 +136,13 @@ class Decisions:
     def get(self, key: Any) -> Decided | None:
         return self._known.get(key)
 
-    def wanted(self, key: Any) -> bool:
-        """Whether a case of ``key`` is to be replayed (nothing is known, or only flaky)."""
+    def wanted(self, key: Any, again: bool = True) -> bool:
+        """Whether a case of ``key`` is to be replayed: nothing is known, or only that it is
+        flaky and it may be tried ``again`` (the run's time is not up)."""
         known = self._known.get(key)
-        return known is None or (known.confirmation.flaky and known.tries < self.tries)
+        if known is None:
+            return True
+        return again and known.confirmation.flaky and known.tries < self.tries
 
     def decide(self, key: Any, confirmation: Confirmation, record_id: str) -> Decided:
         known = self._known.get(key)

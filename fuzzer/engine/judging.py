@@ -10,8 +10,10 @@ every time. A crash is confirmed by its triage (:mod:`.crashes`: the case that b
 broker down alone, twice). Where several targets react differently, the divergence is run again
 on each before it is reported (a batch's new divergences side by side).
 
-Replays are part of the run's budget: a failure found once the budget (and the little grace
-``until`` allows) is spent is reported as found, and says it was not replayed, and why.
+Replays are part of the run's budget, but a new signature is replayed whatever the time: a
+failure is never reported unreplayed because the run's time was up (the last batch's new
+signatures are confirmed past the budget's end, which costs a few seconds). Only a flaky
+signature's later cases are no longer tried once the time (``until``) is up.
 """
 
 from __future__ import annotations
@@ -39,8 +41,6 @@ from .verdicts import diverges, judge_against
 
 __all__ = ["Judging", "expected_of", "origin_of", "steering_key"]
 
-SPENT = "the run's budget was spent"
-
 
 class Judging:
     """The verdicts of a campaign's cases; ``crashes`` holds what triage confirmed of each
@@ -58,7 +58,7 @@ class Judging:
         renew: Callable[[TargetRun], bool] | None = None,
     ) -> None:
         self.config, self.out, self.stats, self.emit = config, out, stats, emit
-        self.until = until  # when replays stop (the budget's end, and a little grace)
+        self.until = until  # when a flaky signature is no longer tried again (the budget's end)
         self.renew = renew  # restarts a throwaway broker that is still up (``fresh_hangs``)
         self.avoided = avoided
         self.crashes = crashes
@@ -83,7 +83,7 @@ class Judging:
                 reactions = diverges({run.label: r.outcome for run, r in pairs})
                 if reactions is not None:
                     key = ("", signatures.differential(each[0].case, reactions))
-                    if self.decisions.wanted(key):
+                    if self._wanted(key):
                         return True
         return False
 
@@ -100,7 +100,7 @@ class Judging:
                 if failure is None or failure.oracle == "liveness":
                     continue
                 key = (run.label, failure.signature)
-                if key in chosen or not self.decisions.wanted(key):
+                if key in chosen or not self._wanted(key):
                     continue
                 if run.deviation(failure.signature, case.spec_ref, case.operator) is None:
                     chosen[key] = (run, result)
@@ -115,7 +115,7 @@ class Judging:
         may be the broker's state (a lock an earlier case, or another signature's replay, left
         held), not the case's, and the printed command meets a fresh broker. What came is
         used by :meth:`judge`."""
-        if self.config.confirm <= 0 or self._spent():
+        if self.config.confirm <= 0:
             return
         renew = self.renew if self.config.fresh_hangs else None
         chosen: list[tuple[TargetRun, Result]] = []
@@ -130,19 +130,19 @@ class Judging:
                 for (_, result), ahead in zip(chosen, done, strict=True):
                     self._ahead[id(result)] = ahead
         for run, result in alone:
-            if renew is not None and not self._spent():
+            if renew is not None:
                 renew(run)
             self._ahead[id(result)] = self._replay(run, result)
 
-    def _spent(self) -> bool:
-        return time.monotonic() > self.until()
+    def _wanted(self, key: tuple[str, str]) -> bool:
+        """Whether a case of ``key`` is replayed: a new signature's always; a flaky one's
+        while the run's time lasts."""
+        return self.decisions.wanted(key, again=time.monotonic() <= self.until())
 
     def _replay(self, run: TargetRun, result: Result) -> tuple[str, Path, Confirmation]:
         """One failure's reproducer written, and replayed from that file ``confirm`` times."""
         record_id = new_record_id()
         path = self._write(run, result, record_id, {})
-        if self._spent():
-            return record_id, path, unconfirmed(str(result.outcome), SPENT)
         data = load_reproducer(path)
         created = run.runner.created if run.runner is not None else None
 
@@ -156,7 +156,7 @@ class Judging:
         together = _hung(result) and not any(run.driver.created(result.case, [], prefix))
         found = str(result.outcome)
         runs = self.config.confirm
-        return record_id, path, confirm(again, runs, found, together=together, until=self.until)
+        return record_id, path, confirm(again, runs, found, together=together)
 
     # -- one case --------------------------------------------------------------------------
 
@@ -270,7 +270,7 @@ class Judging:
         signature = result.failure.signature
         key = (run.label, signature)
         known = self.decisions.get(key)
-        if self.decisions.wanted(key) and not (crash and known is not None):
+        if self._wanted(key) and not (crash and known is not None):
             found = str(result.outcome)
             if ahead is not None:
                 confirmation = ahead[2]
@@ -355,22 +355,19 @@ class Judging:
         (a case one broker answers only with a timeout costs it once per batch)."""
         new: dict[str, tuple[Case, str]] = {}
         for case, signature, reactions in differing:
-            if signature not in new and self.decisions.wanted(("", signature)):
+            if signature not in new and self._wanted(("", signature)):
                 new[signature] = (case, " | ".join(_words(r) for r in reactions.values()))
         if not new:
             return
         runs = self.config.confirm
-        if runs <= 0 or self._spent():
-            why = "asked not to" if runs <= 0 else SPENT
+        if runs <= 0:
             for signature, (_, found) in new.items():
-                self.decisions.decide(("", signature), unconfirmed(found, why), "")
+                self.decisions.decide(("", signature), unconfirmed(found, "asked not to"), "")
             return
 
         def rerun(signature: str, case: Case, found: str, pool: ThreadPoolExecutor) -> Confirmation:
             hits, seen = 0, []
-            for index in range(runs):
-                if index and self._spent():  # (the first is always made)
-                    break
+            for _ in range(runs):
                 alone = pool.map(lambda run: self._alone(run, case), targets)
                 outcomes = {run.label: o for run, o in zip(targets, alone, strict=True)}
                 again = diverges(outcomes)

@@ -10,7 +10,6 @@ from typing import Any
 
 import pytest
 
-from amqpfuzz.fuzzer.engine.campaign import replay_grace
 from amqpfuzz.fuzzer.engine.confirm import Confirmation, Decisions, confirm
 from amqpfuzz.fuzzer.engine.events import CaseJudged, RunFinished
 from amqpfuzz.fuzzer.engine.replay import Replay
@@ -106,29 +105,30 @@ def test_replays_that_cannot_reach_the_peer_count_neither_way() -> None:
     assert "reproduced 1/2" in found.in_words() and "reply" in found.in_words()
 
 
-def test_replays_stop_when_the_run_s_time_is_up(peer: Peer, tmp_path: Path) -> None:
-    # a failure found once the budget (and its grace) is spent is reported as found, and says
-    # it was not replayed (a 10 s differential run once spent 300 s confirming)
-    run, events = campaign(peer, tmp_path, ("wrong-code",), 30)
+def test_a_failure_found_when_the_run_s_time_is_up_is_still_replayed_in_full(
+    peer: Peer, tmp_path: Path
+) -> None:
+    # a failure the last batch found was once reported unreplayed ("the run's budget was
+    # spent"): a claim nobody had checked. Now each new signature is replayed in full whatever
+    # the time (only a flaky signature's later cases are no longer tried: below).
+    run, events = campaign(peer, tmp_path, ("wrong-code", "wrong-once"), 80)
     run.judging.until = lambda: 0.0  # (time.monotonic() is past it)
     run.start()
     stats = run.run()
-    failed = [e for e in judged(events) if e.verdict != "pass"]
-    assert failed and {e.verdict for e in failed} == {"fail"} and stats.flaky == 0
+    failed = [e for e in judged(events) if e.verdict == "fail"]
+    assert failed and {e.mutation for e in failed} == {"wrong-code"}
     said = failed[0].extra["confirmation"]
-    assert said["replays"] == ["not replayed: the run's budget was spent"]
+    assert (said["rate"], said["replays"]) == ("3/3", ["channel-close 406"] * 3)
+    flaky = [e for e in judged(events) if e.verdict == "flaky"]
+    assert len(flaky) == 1 and flaky[0].extra["confirmation"]["rate"] == "0/3"
+    assert stats.flaky == 1 and stats.signatures == {WRONG: len(failed)}
 
-    made: list[int] = []
 
-    def again() -> Replay:
-        made.append(1)
-        return Replay("s", "s", "e", "o")
-
-    found = confirm(again, 3, "o", until=lambda: 0.0)
-    assert len(made) == 1 and found.rate == "1/1"  # the first replay only
-    assert found.seen[1:] == ("not replayed: the run's budget was spent",) * 2
-    assert confirm(again, 3, "o").rate == "3/3"
-    assert replay_grace(10) == 5.0 and replay_grace(600) == 60.0 and replay_grace(None) > 1e9
+def test_a_flaky_signature_is_tried_again_only_while_the_time_lasts() -> None:
+    decisions = Decisions(tries=3)
+    decisions.decide("s", Confirmation(3, 1, "x"), "r1")
+    assert decisions.wanted("s") and not decisions.wanted("s", again=False)
+    assert decisions.wanted("new", again=False)  # a new signature: whatever the time
 
 
 def test_a_hang_s_replays_go_one_after_another_when_its_case_names_what_it_creates(
