@@ -29,7 +29,7 @@ from typing import Any
 from amqpfuzz.spec import OutcomeKind
 from amqpfuzz.strategies import Case
 
-from ..protocols import Outcome
+from ..protocols import Outcome, Unreachable
 from ..records import load_reproducer, reaction_of
 from . import signatures
 from .confirm import Confirmation, Decided, Decisions, confirm, unconfirmed
@@ -37,6 +37,7 @@ from .events import CaseJudged, DivergenceFound, Emitter, FailureFound, Judged, 
 from .replay import Replay, replay, run_alone, write_case, write_traffic
 from .runner import Result
 from .state import CampaignSettings, Stats, TargetRun
+from .traffic import survives
 from .verdicts import diverges, judge_against
 
 __all__ = ["Judging", "expected_of", "origin_of", "steering_key"]
@@ -147,6 +148,7 @@ class Judging:
         created = run.runner.created if run.runner is not None else None
 
         def again() -> Replay:  # (what it declares: deleted with the run's names)
+            self._reachable(run)
             return replay(data, run.target, timeout=self.config.timeout, created=created)
 
         # a hang's replays run side by side (one timeout, not one each), but not a case's that
@@ -366,16 +368,17 @@ class Judging:
             return
 
         def rerun(signature: str, case: Case, found: str, pool: ThreadPoolExecutor) -> Confirmation:
-            hits, seen = 0, []
-            for _ in range(runs):
+            def again() -> Replay:
+                for run in targets:
+                    self._reachable(run)
                 alone = pool.map(lambda run: self._alone(run, case), targets)
                 outcomes = {run.label: o for run, o in zip(targets, alone, strict=True)}
-                again = diverges(outcomes)
-                same = again is not None and signatures.differential(case, again) == signature
-                hits += same
+                differs = diverges(outcomes)
+                now = signatures.differential(case, differs) if differs is not None else None
                 words = " | ".join(_words(reaction_of(o)) for o in outcomes.values())
-                seen.append(words if same else f"{words} (not this divergence)")
-            return Confirmation(len(seen), hits, found, tuple(seen))
+                return Replay(signature, now, found, words)
+
+            return confirm(again, runs, found)
 
         width = min(16, len(new))
         with (
@@ -387,6 +390,13 @@ class Judging:
             )
             for signature, confirmation in zip(new, done, strict=True):
                 self.decisions.decide(("", signature), confirmation, "")
+
+    def _reachable(self, run: TargetRun) -> None:
+        """Raises Unreachable where ``run``'s broker accepts no connection: a replay then is
+        not made (it counts neither way), rather than one that found the broker down (a URL
+        target an earlier case brought down, and that nobody restarts)."""
+        if not survives(run.driver, run.target, self.config.timeout, run.broker):
+            raise Unreachable(f"{run.target.safe_url}: the broker accepts no connection")
 
     def _alone(self, run: TargetRun, case: Case) -> Outcome:
         prefix = run.runner.prefix if run.runner else ""

@@ -124,6 +124,29 @@ def test_a_failure_found_when_the_run_s_time_is_up_is_still_replayed_in_full(
     assert stats.flaky == 1 and stats.signatures == {WRONG: len(failed)}
 
 
+def test_replays_that_find_the_broker_down_are_not_made(
+    peer: Peer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a URL target an earlier case brought down answers every replay with a refused
+    # connection: such a replay was not made (the failure stands as seen, unreplayed), it is
+    # not one that saw the broker react otherwise (a 10 s differential run called every one
+    # of the Proton broker's failures flaky 0/3 that way)
+    run, events = campaign(peer, tmp_path, ("wrong-code",), 40)
+    prepare = run.judging.prepare
+
+    def down_first(*args: Any) -> None:
+        peer.crash()
+        prepare(*args)
+
+    monkeypatch.setattr(run.judging, "prepare", down_first)
+    run.start()
+    run.run()
+    failed = [e for e in judged(events) if e.mutation == "wrong-code"]
+    assert failed and {e.verdict for e in failed} == {"fail"}
+    replays = failed[0].extra["confirmation"]["replays"]
+    assert len(replays) == 1 and "accepts no connection" in replays[0], replays
+
+
 def test_a_flaky_signature_is_tried_again_only_while_the_time_lasts() -> None:
     decisions = Decisions(tries=3)
     decisions.decide("s", Confirmation(3, 1, "x"), "r1")
