@@ -12,19 +12,21 @@ BIN := $(VENV)/bin
 # the client libraries the client campaigns fuzz and what builds or runs their shims: rabbitmq-c,
 # Go with amqp091-go (GOPATH mode), PHP with php-amqplib, Ruby with Bunny, and the AMQP 1.0
 # uamqp (its C core under the system's Python); Node is the machine's, python-qpid-proton pip's.
-DEBS := rabbitmq-server garagemq openjdk-17-jre-headless chromium openssl tshark gcc python3-dev \
+# Maven fetches the JVM brokers (Qpid Broker-J, ActiveMQ Artemis) and JaCoCo from Maven Central.
+DEBS := rabbitmq-server garagemq openjdk-17-jre-headless openjdk-17-jdk-headless maven chromium openssl tshark gcc python3-dev \
   libqpid-proton11-dev-examples librabbitmq-dev golang-go golang-github-rabbitmq-amqp091-go-dev \
   php-cli php-amqplib ruby ruby-bunny python3-uamqp
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 STAMP := $(VENV)/.installed
 CLIENTS := $(VENV)/.clients
+JVM := $(VENV)/.jvm
 PACKAGES := spec strategies scenarios fuzzer reports
 
 .PHONY: check setup system-packages lint test examples fuzz
 
 check: setup lint test examples
 
-setup: system-packages $(STAMP) $(CLIENTS)
+setup: system-packages $(STAMP) $(CLIENTS) $(JVM)
 
 system-packages:
 	@missing=""; \
@@ -48,6 +50,12 @@ $(STAMP): pyproject.toml
 # `amqpfuzz client build` itself rebuilds only a shim whose sources changed.
 $(CLIENTS): $(STAMP) fuzzer/clients/clients.toml $(wildcard fuzzer/clients/shims/* fuzzer/clients/shims/*/*)
 	$(BIN)/amqpfuzz client build
+	@touch $@
+
+# The JVM brokers and JaCoCo at the versions fuzzer/brokers/maven/pom.xml pins, into a cache shared
+# by every checkout of the machine (~/.cache/amqpfuzz/jvm): fetched once, then only checked.
+$(JVM): $(STAMP) fuzzer/brokers/maven/pom.xml
+	$(BIN)/amqpfuzz broker install
 	@touch $@
 
 # mypy cannot follow the editable install's import hook, so it reads the packages through a

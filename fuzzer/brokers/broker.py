@@ -118,6 +118,7 @@ class Broker:
         # its code measured while it serves this protocol family (sets.toml), if it can be
         self.plan: Plan | None = plan_for(self.kind, coverage) if coverage else None
         self.coverage_notes: list[str] = []  # what instrumenting it did, in a few words
+        self._logged = 0  # the log's length when it was last started
 
     # -- what callers use ------------------------------------------------------------------
 
@@ -187,7 +188,8 @@ class Broker:
         self._write_owner()
         threading.Thread(target=self._watch, args=(self.process,), daemon=True).start()
         deadline = time.monotonic() + timeout
-        while not _answers_amqp(self.port):
+        self._logged = logged
+        while not (_answers_amqp(self.port) and self.ready()):
             if self.process.poll() is not None:
                 ended = (
                     f"{self.kind} exited with status {self.process.returncode} while starting; "
@@ -342,6 +344,19 @@ class Broker:
 
     def configure(self) -> None:
         """Write the configuration files into :attr:`directory`."""
+
+    def ready(self) -> bool:
+        """Whether the broker, already answering a protocol header, is ready to serve."""
+        return True
+
+    def logged_since_start(self) -> str:
+        """What the broker has logged since this start."""
+        try:
+            with self.log_path.open("rb") as file:
+                file.seek(self._logged)
+                return file.read().decode(errors="replace")
+        except OSError:
+            return ""
 
     def command(self) -> list[str]:
         raise NotImplementedError

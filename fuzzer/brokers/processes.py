@@ -1,5 +1,5 @@
-"""Throwaway brokers: a private RabbitMQ, GarageMQ or Qpid Proton example broker on a free port,
-with its own data directory.
+"""Throwaway brokers: a private RabbitMQ, GarageMQ, Qpid Proton example broker, Qpid Broker-J or
+ActiveMQ Artemis (the last two in :mod:`.jvm`) on a free port, with its own data directory.
 
 Each is a :class:`~.broker.Broker` that says how to configure, start and stop its server: the
 Broker starts the Debian-packaged server as a child process, waits until it speaks AMQP,
@@ -39,6 +39,7 @@ from .broker import Broker, boot_id, free_port
 from .errors import BrokerError
 from .guardian import OWNER, reap
 from .guardian import running as process_running
+from .jvm import Artemis, BrokerJ
 from .tls import make_certificates
 
 __all__ = [
@@ -244,6 +245,8 @@ BROKERS: dict[str, type[Broker]] = {
     "rabbitmq": RabbitMQ,
     "garagemq": GarageMQ,
     "qpid-proton": QpidProton,
+    "qpid-broker-j": BrokerJ,
+    "artemis": Artemis,
 }
 
 

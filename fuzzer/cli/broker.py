@@ -7,6 +7,7 @@ import click
 
 from ..brokers import BROKERS
 from ..brokers.detached import detach, detached, stop_detached
+from ..brokers.jvm import cache_directory, distributions, install
 from .console import BadInput
 
 __all__ = ["broker_group"]
@@ -14,7 +15,19 @@ __all__ = ["broker_group"]
 
 @click.group("broker")
 def broker_group() -> None:
-    """Throwaway brokers for fuzzing: start, stop, list."""
+    """Throwaway brokers for fuzzing: start, stop, list, install."""
+
+
+@broker_group.command("install")
+def broker_install() -> None:
+    """Fetch the JVM brokers and JaCoCo from Maven Central into the cache, once per machine
+    (make setup runs this; what is there is only checked)."""
+    fetched = install()
+    for name, found in distributions().items():
+        state = "fetched" if found.name in fetched else "present"
+        click.echo(f"{name}: {found.name} {state} in {found.home}")
+    if not fetched:
+        click.echo(f"(cache: {cache_directory()})")
 
 
 @broker_group.command("start")

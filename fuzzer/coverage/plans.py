@@ -69,4 +69,5 @@ def unavailable(kind: str | None, family: str) -> str:
     if kind is None:
         return "amqpfuzz cannot see into a broker at a URL (give --coverage-node for a RabbitMQ)"
     kinds = sorted({k for k, f in _plans() if f == family})
-    return f"amqpfuzz cannot measure a {kind} broker's code (it can: {', '.join(kinds)})"
+    measured = f" (it can: {', '.join(kinds)})" if kinds else ""
+    return f"amqpfuzz cannot measure a {kind} broker's code in this protocol{measured}"

@@ -22,7 +22,7 @@ CACHE_KEY = "amqpfuzz/seed"
 BOOLEANS = {"1": True, "true": True, "yes": True, "on": True}
 BOOLEANS |= {"0": False, "false": False, "no": False, "off": False}
 # the throwaway broker kinds (amqpfuzz.fuzzer.brokers.BROKERS: a test keeps them equal)
-BROKERS = ("rabbitmq", "garagemq", "qpid-proton")
+BROKERS = ("rabbitmq", "garagemq", "qpid-proton", "qpid-broker-j", "artemis")
 
 KEY = pytest.StashKey["Options"]()
 

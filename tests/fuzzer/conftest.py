@@ -30,3 +30,17 @@ def fresh_garagemq() -> Iterator[Broker]:
     """A GarageMQ of the test's own, for tests that may bring it down."""
     with throwaway("garagemq") as broker:
         yield broker
+
+
+@pytest.fixture(scope="session")
+def broker_j() -> Iterator[Broker]:
+    """Qpid Broker-J from Maven Central (make setup fetches it): every AMQP version of the seeds."""
+    with throwaway("qpid-broker-j") as broker:
+        yield broker
+
+
+@pytest.fixture(scope="session")
+def artemis() -> Iterator[Broker]:
+    """ActiveMQ Artemis from Maven Central (make setup fetches it): AMQP 1.0."""
+    with throwaway("artemis") as broker:
+        yield broker

@@ -385,6 +385,11 @@ class Decoder:
         width = t.width
 
         def read(buf: bytes, pos: int, end: int, depth: int) -> tuple[Any, int]:
+            size, stop = _size(buf, pos, width, end, "array")
+            if size == 0:
+                # an empty array as its size alone, without type and count: what Qpid's own
+                # encoders write (Broker-J's connection.open-ok known-hosts), and read
+                return Array("void", ()), stop
             size, stop = self._compound(buf, pos, width, end, depth, "array", head=5)
             code = buf[pos + width]
             count = int.from_bytes(buf[pos + width + 1 : pos + width + 5], "big")
