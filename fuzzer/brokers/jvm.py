@@ -22,6 +22,8 @@ from pathlib import Path
 
 from lxml import etree
 
+from ..coverage import Probe
+from ..coverage.jvm import JacocoCoverage, agent_option
 from .broker import Broker, free_port
 from .errors import BrokerError
 
@@ -86,7 +88,7 @@ def distributions() -> dict[str, Distribution]:
             "bin/artemis",
         ),
         "jacoco": Distribution(
-            f"JaCoCo {v['jacoco']}", root / f"jacoco-{v['jacoco']}", "jacococli.jar"
+            f"JaCoCo {v['jacoco']}", root / f"jacoco-{v['jacoco']}", "jacococore.jar"
         ),
     }
 
@@ -135,18 +137,51 @@ def install() -> list[str]:
 
 
 class JvmBroker(Broker):
-    """A broker that runs on the JVM, unpacked from its distribution in the cache."""
+    """A broker that runs on the JVM, unpacked from its distribution in the cache; measured,
+    with JaCoCo's agent in its JVM serving what ran on :attr:`coverage_port`."""
 
     executable = "java"
     distribution = ""
+    jars = "lib"  # where, under its home, the jars it runs are
+
+    def __init__(
+        self,
+        port: int | None = None,
+        directory: Path | None = None,
+        *,
+        tls: bool = False,
+        coverage: str | None = None,
+    ) -> None:
+        super().__init__(port, directory, tls=tls, coverage=coverage)
+        self.coverage_port = free_port() if self.plan is not None else None
+        if self.coverage_port is not None:
+            self.more_ports = (*self.more_ports, "coverage_port")
+
+    def choose_ports(self) -> None:
+        super().choose_ports()
+        if self.coverage_port is not None:
+            self.coverage_port = free_port()
 
     @property
     def home(self) -> Path:
         return installed(self.distribution).home
 
+    @property
+    def probe(self) -> Probe | None:
+        """JaCoCo's agent in its JVM, read against the jars it runs."""
+        if self.plan is None or self.coverage_port is None:
+            return None
+        jacoco = installed("jacoco").home
+        return JacocoCoverage(
+            self.plan, self.coverage_port, (str(self.home / self.jars),), str(jacoco), java()
+        )
+
     def java_options(self) -> list[str]:
-        """Options for its JVM (JaCoCo's agent joins them where its code is measured)."""
-        return [HEAP, "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"]
+        """Options for its JVM: a small heap, and JaCoCo's agent where its code is measured."""
+        options = [HEAP, "-XX:+UseSerialGC"]
+        if self.plan is not None and self.coverage_port is not None:
+            options.append(agent_option(installed("jacoco").home, self.plan, self.coverage_port))
+        return options
 
 
 # -- Qpid Broker-J ---------------------------------------------------------------------------

@@ -89,7 +89,7 @@ class Measure:
     def _modules(self) -> list[str]:
         """The plan's modules as the broker names them (a Python plan's are file patterns)."""
         named = [m for m in self.probe.plan.modules if m in self.layout.relevant]
-        return named or sorted(self.layout.relevant)
+        return named or sorted(m for m, lines in self.layout.relevant.items() if lines)
 
     def unreached(self) -> dict[str, list[tuple[str, int]]]:
         """Per module, the functions no sample showed entered, with their relevant lines."""

@@ -1,7 +1,8 @@
 """What is measured of a broker's code (:class:`Plan`), as data: ``sets.toml``.
 
 A plan names how a broker kind is instrumented for a protocol family (``erlang-cover``: Erlang's
-``cover`` in the running node; ``coverage.py``: a Python broker run under coverage.py) and what
+``cover`` in the running node; ``coverage.py``: a Python broker run under coverage.py; ``jacoco``: JaCoCo's agent in a JVM
+broker, its classes named by prefix patterns) and what
 is measured: the named sets that summaries, records, reports and benchmarks count, and more
 modules besides them for steering.
 """
@@ -41,6 +42,8 @@ class Plan:
         for name, modules in self.sets:
             if module in modules:
                 return name
+            if any(fnmatch.fnmatchcase(module, m) for m in modules if "*" in m and "/" not in m):
+                return name  # a class-name pattern (org.apache.qpid.server.protocol.v0_10.*)
             if any(
                 fnmatch.fnmatch(module, "*/" + m.rpartition("/")[2]) for m in modules if "/" in m
             ):
