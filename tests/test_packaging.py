@@ -84,7 +84,8 @@ def test_wheel_holds_only_the_namespace(wheel: Path) -> None:
         f"amqpfuzz/{path.relative_to(ROOT)}"
         for folder in ("spec", "strategies", "scenarios", "fuzzer", "reports")
         for path in (ROOT / folder).rglob("*")
-        if path.suffix in (".py", ".xml", ".toml", ".yaml") and "__pycache__" not in path.parts
+        if path.suffix in (".py", ".xml", ".toml", ".yaml", ".java")
+        and "__pycache__" not in path.parts
     }
     assert "amqpfuzz/spec/amqp091/codec/codec.py" in wanted
     assert wanted <= set(names), sorted(wanted - set(names))
