@@ -43,6 +43,7 @@ FACT_KEYS = (
     "profile",
     "reason",
     "observed_reply",
+    "alone",
 )
 
 
@@ -119,6 +120,7 @@ def _flat(lines: DataFrame) -> DataFrame:
             "reason"
         ),
         "observed_reply",
+        "alone",
         "reproducer",
         "reproducer_size",
         F.length("case").alias("case_size"),

@@ -192,13 +192,14 @@ def _divergences(page: Page) -> str:
             escape(d["target_label"] or ""),
             escape(f"{d['expected_outcome']} {d['expected_reply_code'] or ''}"),
             escape(f"{d['observed_outcome']} {d['observed_reply_code'] or ''}"),
+            escape(d.get("alone") or ""),
             n(d["occurrences"]),
             f"<code>{escape(replay_command(d['reproducer']) or '')}</code>",
         )
         for d in page.divergences
     ]
-    headers = ("spec", "mutation", "target", "reference", "observed", "cases", "replay")
-    return table(headers, rows, {5})
+    headers = ("spec", "mutation", "target", "reference", "observed", "stands alone", "cases")
+    return table((*headers, "replay"), rows, {6})
 
 
 def _ingest(page: Page) -> str:

@@ -87,6 +87,9 @@ RECORD = _struct(
     ("profile", StringType()),
     ("reason", StringType()),
     ("observed_reply", StringType()),
+    # a differential record's odd one out: the target whose reaction differs from all the
+    # others', which agree (three targets or more)
+    ("alone", StringType()),
     # schema 3: how a failure's replays went (a flaky one's rate and what the replays saw)
     (
         "confirmation",
@@ -280,6 +283,7 @@ TABLES: dict[str, StructType] = {
         ("observed_outcome", StringType()),
         ("observed_reply_code", IntegerType()),
         ("signature", StringType()),
+        ("alone", StringType()),
         ("occurrences", LongType()),
         ("first_seen", TimestampType()),
         ("last_seen", TimestampType()),

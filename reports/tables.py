@@ -213,6 +213,7 @@ def divergences(facts: DataFrame) -> DataFrame:
         "observed_outcome",
         "observed_reply_code",
         "signature",
+        "alone",
     ]
     return (
         facts.filter(divergence())

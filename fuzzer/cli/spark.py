@@ -177,4 +177,5 @@ def _target(found: dict[str, Any], base: str) -> TargetSummary:
         flaky=found.get("flaky", 0),
         flaky_signatures=found.get("flaky_signatures", {}),
         confirmations=found.get("confirmations", {}),
+        alone=found.get("alone", {}),
     )

@@ -21,6 +21,7 @@ def summary_table(
     rows: list[dict[str, Any]],
     signatures: dict[str, tuple[int, str, float]],
     flaky: dict[str, tuple[int, str, float, Mapping[str, Any]]] | None = None,
+    alone: Mapping[str, str] | None = None,
 ) -> list[Table]:
     """The end-of-run tables: per target (with the broker's restarts), then the failure
     signatures in the order they were found (seconds into the run), each with a replay
@@ -53,6 +54,8 @@ def summary_table(
             signatures.items(), key=lambda item: (item[1][2], item[0])
         ):
             replay = replay_command(reproducer) if reproducer else ""
+            if alone and signature in alone:  # a divergence whose other targets agree
+                signature = f"{signature}\n{alone[signature]} stands alone"
             failures.add_row(f"{found:.0f} s", signature, str(count), replay)
         tables.append(failures)
     if flaky:
@@ -171,6 +174,7 @@ def summarize(
     signatures: dict[str, tuple[int, str, float]] = {}
     flaky: dict[str, tuple[int, str, float, Mapping[str, Any]]] = {}
     down: list[str] = []
+    alone: dict[str, str] = {}
     for run in finished:
         for summary in run.targets:
             row = rows.setdefault(
@@ -210,11 +214,12 @@ def summarize(
                     min(found, summary.first_seen.get(signature, math.inf)),
                     confirmation or summary.confirmations.get(signature, {}),
                 )
+            alone.update(summary.alone)
             if summary.broker_down and summary.broker_down not in down:
                 down.append(summary.broker_down)
     # a signature one worker confirmed is a failure, whatever another's replays saw
     flaky = {s: f for s, f in flaky.items() if s not in signatures}
-    for table in summary_table(list(rows.values()), signatures, flaky):
+    for table in summary_table(list(rows.values()), signatures, flaky, alone):
         console.print(table)
     covered = coverage_table(coverage or [])
     if covered is not None:

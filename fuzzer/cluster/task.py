@@ -153,4 +153,5 @@ def _target(t: TargetSummary) -> dict[str, Any]:
         "flaky": t.flaky,
         "flaky_signatures": dict(t.flaky_signatures),
         "confirmations": {s: dict(c) for s, c in t.confirmations.items()},
+        "alone": dict(t.alone),
     }

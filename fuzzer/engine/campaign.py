@@ -432,6 +432,7 @@ class Campaign:
                 flaky=run.tally.flaky,
                 flaky_signatures=dict(run.tally.flaky_signatures),
                 confirmations=dict(run.tally.confirmations),
+                alone=dict(run.tally.alone),
             )
             for run in self.targets
         )

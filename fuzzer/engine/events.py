@@ -308,6 +308,8 @@ class TargetSummary:
     flaky_signatures: Mapping[str, int] = field(default_factory=dict)
     # a flaky signature's replays: its rate and what each saw (Confirmation.as_record)
     confirmations: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    # a divergence's odd one out, by signature (three targets or more, the others agreeing)
+    alone: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)

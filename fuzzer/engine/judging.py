@@ -38,7 +38,7 @@ from .replay import Replay, replay, run_alone, write_case, write_traffic
 from .runner import Result
 from .state import CampaignSettings, Stats, TargetRun
 from .traffic import survives
-from .verdicts import diverges, judge_against
+from .verdicts import diverges, judge_against, odd_one_out
 
 __all__ = ["Judging", "expected_of", "origin_of", "steering_key"]
 
@@ -327,6 +327,11 @@ class Judging:
                 f"{label}: {r['outcome']} {r['reply_code'] or r['condition'] or ''}".strip()
                 for label, r in reactions.items()
             )
+            alone = odd_one_out(reactions)
+            if alone is not None:  # the others agree: where the text is silent, look here first
+                shown += f" ({alone} stands alone)"
+                for run in targets:
+                    run.tally.alone[signature] = alone
             event = DivergenceFound(
                 kind="differential",
                 target=first.view(),
@@ -340,7 +345,7 @@ class Judging:
                 case=repr(case),
                 reactions=reactions,
                 targets=tuple(run.view() for run in targets),
-                extra={"confirmation": known.confirmation.as_record()},
+                extra={"confirmation": known.confirmation.as_record(), "alone": alone},
             )
             self.emit(event)
             found.append(event)

@@ -83,6 +83,8 @@ class Tally:
     reproducers: dict[str, str] = field(default_factory=dict)
     # a flaky signature's confirmation (its rate and what each replay saw)
     confirmations: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # a divergence's odd one out (three targets or more, all others agreeing), by signature
+    alone: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass

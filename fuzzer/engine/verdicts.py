@@ -8,6 +8,7 @@ and passed), so that a stale profile is seen. Targets that react differently to 
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -17,7 +18,7 @@ from ..protocols import Outcome
 from ..records import reaction_of
 from .targets import TargetState
 
-__all__ = ["FAILING", "Verdict", "diverges", "judge_against"]
+__all__ = ["FAILING", "Verdict", "diverges", "judge_against", "odd_one_out"]
 
 # The verdicts that make a run fail: failures outside the profile, errors, and xpasses.
 FAILING = ("fail", "error", "xpass")
@@ -68,6 +69,23 @@ def judge_against(
         return Verdict(status)
     reason = f"the profile {name} records a deviation that did not happen: {deviation.reason}"
     return Verdict("xpass", reason, deviation, name)
+
+
+def odd_one_out(reactions: Mapping[str, Mapping[str, Any]]) -> str | None:
+    """The one target (by label) whose reaction differs from all the others', which agree:
+    with three targets or more, where the specification is silent or ambiguous, the one to look
+    at first. None when there is no such majority (two targets, or no single dissenter)."""
+    if len(reactions) < 3:
+        return None
+    keys = {
+        label: (r["outcome"], r.get("reply_code"), r.get("condition"))
+        for label, r in reactions.items()
+    }
+    counts = Counter(keys.values())
+    if len(counts) != 2 or min(counts.values()) != 1:
+        return None
+    (lone,) = [key for key, count in counts.items() if count == 1]
+    return next(label for label, key in keys.items() if key == lone)
 
 
 def diverges(outcomes: Mapping[str, Outcome]) -> dict[str, dict[str, Any]] | None:

@@ -101,7 +101,7 @@ COVERAGE_FIELDS: Mapping[str, str] = {
     "tool_version": "string",
     "seed": "string",
     "target": "object {label, url, product, version, protocol}",
-    "how": "string: erlang-cover or coverage.py",
+    "how": "string: erlang-cover, coverage.py or jacoco",
     "elapsed_s": "float: seconds into the campaign",
     "final": "bool: the campaign's last point",
     "modules": "array of {module, set, covered, relevant}",

@@ -148,3 +148,27 @@ def test_broker_install_only_checks_what_is_there() -> None:
     done = amqpfuzz("broker", "install")
     assert done.returncode == 0, done.stderr
     assert done.stdout.count("present in") == 3 and "fetched" not in done.stdout, done.stdout
+
+
+def test_a_divergence_among_three_brokers_names_the_one_that_stands_alone(
+    rabbitmq: Broker, garagemq: Broker, broker_j: Broker, tmp_path: Path
+) -> None:
+    """RabbitMQ, GarageMQ and Broker-J, all 0-9-1: where two agree and one does not, the
+    record, its message and the summary name the one that stands alone."""
+    done = amqpfuzz(
+        "run", "--url", rabbitmq.url, "--url", garagemq.url, "--url", broker_j.url,
+        "--max-examples", "120", "--operators", "heartbeat-payload,unknown-frame-type",
+        "--confirm", "1", "--no-shrink", "--out", str(tmp_path),
+    )  # fmt: skip
+    assert done.returncode in (0, 1), done.stdout + done.stderr
+    differential = [r for r in records_of(tmp_path) if r["kind"] == "differential"]
+    alone = [r for r in differential if r.get("alone")]
+    assert alone, [r["reactions"] for r in differential]
+    for found in alone:
+        reactions: dict[str, dict[str, object]] = found["reactions"]  # type: ignore[assignment]
+        keys = {
+            label: (r["outcome"], r["reply_code"], r["condition"]) for label, r in reactions.items()
+        }
+        lone = keys.pop(str(found["alone"]))
+        assert len(set(keys.values())) == 1 and lone not in keys.values(), reactions
+        assert f"{found['alone']} stands alone" in found["failure"]["message"]  # type: ignore[index]

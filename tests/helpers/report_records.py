@@ -157,6 +157,7 @@ def first_night(directory: Path) -> None:
             verdict="fail",
             signature="sig-D",
             reproducer="repro/d.case",
+            alone="garagemq",
         ),
         case(
             run_id="r2",
