@@ -31,10 +31,12 @@ __all__ = [
     "Artemis",
     "BrokerJ",
     "Distribution",
+    "JvmBroker",
     "cache_directory",
     "distributions",
     "install",
     "installed",
+    "java",
 ]
 
 POM = Path(__file__).with_name("maven") / "pom.xml"

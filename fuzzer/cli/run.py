@@ -25,7 +25,6 @@ from amqpfuzz.strategies import operators as catalogue
 
 from ..brokers import BROKERS, Broker, Target, parse_target, refuses, throwaway
 from ..brokers.profiles import find_profile
-from ..coverage import CoverageError, ErlangCover, Probe, cookie_home, plan_for, unavailable
 from ..engine.campaign import CampaignSettings
 from ..engine.corpus import Corpus, CorpusError
 from ..engine.events import (
@@ -43,6 +42,7 @@ from ..engine.programs import ProgramSettings
 from ..protocols.families import driver_for
 from ..recording import write_coverage, write_totals
 from .console import BadInput, Progress, make_console, target_options, url_targets
+from .measured import Agent, probes_for
 from .summary import joined, summarize
 from .workers import WorkerJob, supervise
 
@@ -164,7 +164,8 @@ def _positive(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
     default=True,
     show_default=True,
     help="Measure the broker's own code coverage (a throwaway RabbitMQ's with Erlang's cover, "
-    "the Qpid Proton broker's with coverage.py; a --url RabbitMQ's with --coverage-node).",
+    "the Qpid Proton broker's with coverage.py, Broker-J's and Artemis's with JaCoCo; a --url "
+    "RabbitMQ's with --coverage-node, a --url JVM broker's with --coverage-agent).",
 )
 @click.option(
     "--coverage-node",
@@ -177,6 +178,19 @@ def _positive(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
     "--erlang-cookie-file",
     type=click.Path(dir_okay=False),
     help="The --coverage-node's Erlang cookie [default: ~/.erlang.cookie].",
+)
+@click.option(
+    "--coverage-agent",
+    metavar="HOST:PORT",
+    help="JaCoCo's agent (output=tcpserver) in the first --url JVM broker (Qpid Broker-J, "
+    "ActiveMQ Artemis), to measure its coverage, with --coverage-jars.",
+)
+@click.option(
+    "--coverage-jars",
+    multiple=True,
+    type=click.Path(exists=True),
+    metavar="PATH",
+    help="With --coverage-agent: the jars (or their directories) that broker runs (repeat).",
 )
 @click.option(
     "--feedback/--no-feedback",
@@ -256,6 +270,8 @@ def _run(
     coverage: bool,
     coverage_node: str | None,
     erlang_cookie_file: str | None,
+    coverage_agent: str | None,
+    coverage_jars: tuple[str, ...],
     feedback: bool,
     corpus: str | None,
     master: str | None,
@@ -274,6 +290,14 @@ def _run(
         raise BadInput("--coverage-node measures a --url RabbitMQ: give its --url")
     if coverage_node and not coverage:
         raise BadInput("--coverage-node and --no-coverage contradict each other")
+    if coverage_agent and not urls:
+        raise BadInput("--coverage-agent measures a --url JVM broker: give its --url")
+    if coverage_agent and not coverage:
+        raise BadInput("--coverage-agent and --no-coverage contradict each other")
+    if coverage_agent and not coverage_jars:
+        raise BadInput("--coverage-agent needs --coverage-jars: the jars the broker runs")
+    if coverage_jars and not coverage_agent:
+        raise BadInput("--coverage-jars goes with --coverage-agent")
     kind = kinds[0] if kinds else None
     driver_for(protocol)  # a protocol amqpfuzz cannot drive is bad input, said now
     for each in kinds or (() if urls else ("rabbitmq",)):
@@ -348,8 +372,9 @@ def _run(
             own = stack.enter_context(throwaway(kind or "rabbitmq", coverage=measured))
             targets = [parse_target(own.url, label=f"throwaway {own.kind}")]
         notices = preflight(targets, protocol, timeout, profile)
-        probes, said = _coverage(stack, targets, own, family, coverage, coverage_node,
-                                 erlang_cookie_file)  # fmt: skip
+        agent = Agent.parse(coverage_agent, coverage_jars) if coverage_agent else None
+        probes, said = probes_for(stack, targets, own, family, coverage, coverage_node,
+                                  erlang_cookie_file, agent)  # fmt: skip
         notices += said
         console.print(
             f"amqpfuzz run {run_id}: seed {seed}, {len(targets)} target(s): "
@@ -389,53 +414,6 @@ def _run(
         finished, errors, interrupted, console, seed, coverage=watch.reached,
         flaky_fails=flaky_fails,
     )  # fmt: skip
-
-
-def _coverage(
-    stack: contextlib.ExitStack,
-    targets: list[Target],
-    own: Broker | None,
-    family: str,
-    wanted: bool,
-    node: str | None,
-    cookie_file: str | None,
-) -> tuple[tuple[Probe | None, ...], list[str]]:
-    """How each target's code coverage is measured, and a line per target on it."""
-    if not wanted:
-        return (None,) * len(targets), []
-    probes: list[Probe | None] = []
-    said = []
-    for index, target in enumerate(targets):
-        probe: Probe | None = None
-        notes: list[str] = []
-        why = ""
-        if own is not None:
-            probe = own.probe
-            notes = own.coverage_notes
-            why = unavailable(own.kind, family)
-        elif node is not None and index == 0:
-            plan = plan_for("rabbitmq", family)
-            if plan is None:
-                raise BadInput(f"--coverage-node: {unavailable('rabbitmq', family)}")
-            cookie = (
-                Path(cookie_file).expanduser() if cookie_file else Path.home() / ".erlang.cookie"
-            )
-            try:
-                home = cookie_home(cookie)
-                erlang = ErlangCover(plan, node, home)
-                stack.callback(erlang.close)
-                notes = erlang.prepare()
-            except CoverageError as exc:
-                raise BadInput(f"--coverage-node {node}: {exc}") from None
-            probe = erlang
-        else:
-            why = unavailable(None, family)
-        if probe is None:
-            said.append(f"coverage: not measured for {target.safe_url}: {why}")
-        else:
-            said.append(f"coverage: {probe.where} ({probe.plan.how}): {'; '.join(notes)}")
-        probes.append(probe)
-    return tuple(probes), said
 
 
 class _Watch:

@@ -26,7 +26,10 @@ from typing import Any
 from .plans import Plan
 from .probe import CoverageError, Layout, ModuleSample, Sample
 
-__all__ = ["JacocoCoverage", "agent_option", "prefixes"]
+__all__ = ["JacocoCoverage", "agent_option", "kind_of", "prefixes"]
+
+# a jar each JVM broker's distribution has, by the broker kind it tells (its name's start)
+MARKERS = {"qpid-broker-core-": "qpid-broker-j", "artemis-amqp-protocol-": "artemis"}
 
 SOURCE = Path(__file__).with_name("JacocoLines.java")
 CORE = ("jacococore.jar", "asm.jar", "asm-commons.jar", "asm-tree.jar")
@@ -36,6 +39,18 @@ TIMEOUT = 60.0  # seconds an analysis may take (the first one reads the jars)
 def prefixes(plan: Plan) -> list[str]:
     """The class-name prefixes a plan's patterns name (``org.apache.qpid.server.queue.*``)."""
     return [m.removesuffix("*") for m in plan.modules]
+
+
+def kind_of(jars: tuple[str, ...]) -> str | None:
+    """The JVM broker kind whose jars ``jars`` (files or directories of them) hold."""
+    names = []
+    for path in map(Path, jars):
+        names += [p.name for p in path.glob("*.jar")] if path.is_dir() else [path.name]
+    for name in names:
+        for marker, kind in MARKERS.items():
+            if name.startswith(marker) and name.endswith(".jar"):
+                return kind
+    return None
 
 
 def agent_option(jacoco: Path, plan: Plan, port: int) -> str:
@@ -100,14 +115,15 @@ class JacocoCoverage:
     jars: tuple[str, ...]
     jacoco: str  # the JaCoCo cache directory (agent, core, ASM)
     java: str = "java"
+    host: str = "127.0.0.1"
     _layout: dict[str, Any] | None = None
 
     @property
     def where(self) -> str:
-        return f"the JVM broker whose JaCoCo agent serves 127.0.0.1:{self.port}"
+        return f"the JVM broker whose JaCoCo agent serves {self.host}:{self.port}"
 
     def _ask(self, command: str) -> dict[str, Any]:
-        key = (str(self.port), *self.jars, *prefixes(self.plan))
+        key = (self.host, str(self.port), *self.jars, *prefixes(self.plan))
         with _lock:
             helper = _helpers.get(key)
             if helper is None or helper.poll() is not None:
@@ -120,7 +136,7 @@ class JacocoCoverage:
                         "-cp",
                         f"{_classpath(Path(self.jacoco))}:{classes}",
                         "JacocoLines",
-                        "127.0.0.1",
+                        self.host,
                         str(self.port),
                         ",".join(prefixes(self.plan)),
                         *self.jars,

@@ -15,7 +15,8 @@ import pytest
 from proton import Message
 from proton.utils import BlockingConnection
 
-from amqpfuzz.fuzzer.brokers import Broker
+from amqpfuzz.fuzzer.brokers import Broker, throwaway
+from amqpfuzz.fuzzer.brokers.jvm import JvmBroker
 from amqpfuzz.fuzzer.records import read_records
 
 pytestmark = pytest.mark.slow  # every test here starts a JVM broker or a process
@@ -117,9 +118,9 @@ def test_artemis_serves_a_real_1_0_client_over_plain_and_anonymous(artemis: Brok
 
 
 def test_a_campaign_runs_on_artemis_measured_by_jacoco(tmp_path: Path) -> None:
-    """Malformed 1.0 cases only (valid traffic includes a disposition over a huge range of
-    deliveries, which keeps proton-j's event loop busy for minutes: a finding of its own), on a
-    throwaway Artemis whose AMQP module and proton-j JaCoCo measures."""
+    """Malformed 1.0 cases only (with valid traffic, Artemis's netty threads were seen busy in
+    proton-j's TransportSession.handleDisposition for minutes, every connection on them waiting:
+    not reduced yet), on a throwaway Artemis whose AMQP module and proton-j JaCoCo measures."""
     done = amqpfuzz(
         "run", "--broker", "artemis", "--protocol", "1.0", "--max-examples", "30",
         "--valid-share", "0", "--traffic-share", "0", "--seed", "7", "--confirm", "0",
@@ -172,3 +173,29 @@ def test_a_divergence_among_three_brokers_names_the_one_that_stands_alone(
         lone = keys.pop(str(found["alone"]))
         assert len(set(keys.values())) == 1 and lone not in keys.values(), reactions
         assert f"{found['alone']} stands alone" in found["failure"]["message"]  # type: ignore[index]
+
+
+def test_a_url_jvm_broker_started_with_jacocos_agent_is_measured(tmp_path: Path) -> None:
+    """A user's own Broker-J whose JVM runs JaCoCo's agent (here one of ours, started so):
+    --coverage-agent names the agent, --coverage-jars the jars it runs; the sets are Broker-J's
+    (told by its jars). An agent nobody serves, or jars of no JVM broker amqpfuzz knows, are
+    one line and status 2."""
+    with throwaway("qpid-broker-j", coverage="amqp091") as broker:
+        assert isinstance(broker, JvmBroker) and broker.coverage_port is not None
+        jars = str(broker.home / "lib")
+        agent = f"127.0.0.1:{broker.coverage_port}"
+        done = amqpfuzz(
+            "run", "--url", broker.url, "--coverage-agent", agent, "--coverage-jars", jars,
+            "--max-examples", "30", "--seed", "3", "--confirm", "0", "--no-shrink",
+            "--out", str(tmp_path / "run"),
+        )  # fmt: skip
+        assert done.returncode in (0, 1), done.stdout + done.stderr
+        assert covered(tmp_path / "run")["0-8/0-9/0-9-1 (Broker-J)"] > 0, done.stdout
+        for args, said in [
+            (["--coverage-agent", "127.0.0.1:1", "--coverage-jars", jars], "Connection refused"),
+            (["--coverage-agent", agent, "--coverage-jars", str(tmp_path)], "neither"),
+            (["--coverage-agent", agent], "needs --coverage-jars"),
+        ]:
+            bad = amqpfuzz("run", "--url", broker.url, *args, "--out", str(tmp_path / "bad"))
+            lines = bad.stderr.strip().splitlines()
+            assert bad.returncode == 2 and len(lines) == 1 and said in lines[0], bad.stderr
