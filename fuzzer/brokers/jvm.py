@@ -4,7 +4,8 @@ on one port) and ActiveMQ Artemis (1.0), from their binary distributions on Mave
 ``maven/pom.xml`` pins their versions (and JaCoCo's); :func:`install` has Maven fetch and unpack
 them into a cache shared by every checkout on the machine (``$AMQPFUZZ_CACHE``, else
 ``~/.cache/amqpfuzz``), once: ``make setup`` runs it, and a second run only checks that each is
-there. Both brokers run on the machine's Java 17 with small heaps, in-memory stores, on free
+there. Both brokers run on the machine's Java 17 with small heaps, stores in their own
+directories (durable messages survive a restart, as on RabbitMQ), on free
 loopback ports, in their own directories, with users ``guest``/``guest`` (PLAIN) and anonymous
 logins.
 """
@@ -40,7 +41,7 @@ __all__ = [
 ]
 
 POM = Path(__file__).with_name("maven") / "pom.xml"
-HEAP = "-Xmx512m"  # a fuzzing target with in-memory queues: 512 MiB leaves room for three
+HEAP = "-Xmx512m"  # a fuzzing target with short queues: 512 MiB leaves room for three
 
 
 def cache_directory() -> Path:
@@ -188,6 +189,13 @@ class JvmBroker(Broker):
 
 # -- Qpid Broker-J ---------------------------------------------------------------------------
 
+AUTO_QUEUES = {
+    "pattern": ".*",
+    "createdOnPublish": True,
+    "createdOnConsume": True,
+    "nodeType": "queue",
+    "attributes": {},
+}
 ALIASES = [
     {"name": "nameAlias", "type": "nameAlias"},
     {"name": "defaultAlias", "type": "defaultAlias"},
@@ -206,7 +214,8 @@ ALIASES = [
 class BrokerJ(JvmBroker):
     """Apache Qpid Broker-J: every AMQP version of the seeds on one port (the header chooses),
     users ``guest``/``guest`` over PLAIN on it and ANONYMOUS on :attr:`anonymous_port`, a
-    Memory virtual host (nothing outlives a restart), its operational log on stdout."""
+    Derby virtual host in its directory that creates a queue where a 1.0 link names one, its
+    operational log on stdout."""
 
     kind = "qpid-broker-j"
     distribution = "broker-j"
@@ -272,7 +281,17 @@ class BrokerJ(JvmBroker):
                     "name": "default",
                     "type": "Memory",
                     "defaultVirtualHostNode": "true",
-                    "virtualHostInitialConfiguration": json.dumps({"type": "Memory"}),
+                    # Derby in its directory: durable messages are taken (a Memory store
+                    # refuses them) and survive a restart, as the durability checks need; a
+                    # 1.0 link's address names a queue created when first used, as on the
+                    # other brokers amqpfuzz runs (Broker-J's default: not-found)
+                    "virtualHostInitialConfiguration": json.dumps(
+                        {
+                            "type": "DERBY",
+                            "storePath": str(self.directory / "store"),
+                            "nodeAutoCreationPolicies": [AUTO_QUEUES],
+                        }
+                    ),
                 }
             ],
         }
@@ -300,11 +319,19 @@ class BrokerJ(JvmBroker):
 # -- ActiveMQ Artemis ------------------------------------------------------------------------
 
 _ACCEPTORS = re.compile(r"<acceptors>.*?</acceptors>", re.S)
+# an address a 1.0 link creates is a queue (anycast), as on the other brokers amqpfuzz runs:
+# Artemis's default, multicast, drops what is sent before anyone subscribes
+_EVERY_ADDRESS = '<address-setting match="#">'
+_ANYCAST = (
+    "<default-address-routing-type>ANYCAST</default-address-routing-type>"
+    "<default-queue-routing-type>ANYCAST</default-queue-routing-type>"
+)
 
 
 class Artemis(JvmBroker):
     """ActiveMQ Artemis: an instance made by ``artemis create`` in its directory (no web console,
-    no persistence), with one acceptor: AMQP on our port. ``guest``/``guest`` over PLAIN, and
+    its journal in its directory, addresses created as anycast queues), with one acceptor: AMQP
+    on our port. ``guest``/``guest`` over PLAIN, and
     ANONYMOUS."""
 
     kind = "artemis"
@@ -328,7 +355,6 @@ class Artemis(JvmBroker):
                     "--allow-anonymous",
                     "--no-web",
                     "--nio",
-                    "--disable-persistence",
                     "--no-autotune",
                     "--no-fsync",
                     "--host=127.0.0.1",
@@ -349,7 +375,10 @@ class Artemis(JvmBroker):
             "amqpCredits=1000;amqpLowCredits=300;amqpMinLargeMessageSize=102400"
             "</acceptor></acceptors>"
         )
-        xml.write_text(_ACCEPTORS.sub(acceptor, xml.read_text(), count=1))
+        text = _ACCEPTORS.sub(acceptor, xml.read_text(), count=1)
+        if _ANYCAST not in text:  # a restart finds it there already
+            text = text.replace(_EVERY_ADDRESS, _EVERY_ADDRESS + _ANYCAST, 1)
+        xml.write_text(text)
 
     def ready(self) -> bool:
         return "AMQ221007" in self.logged_since_start()  # Server is now active
