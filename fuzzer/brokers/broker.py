@@ -90,6 +90,7 @@ class Broker:
     more_ports: tuple[str, ...] = ()  # ports besides AMQP's, kept for `amqpfuzz broker stop`
     serves_tls = False  # whether it can have a TLS listener (amqps://) beside the plain one
     protocols: tuple[str, ...] = ("0-9-1", "0-9", "0-8")  # what it can be fuzzed with
+    family: str | None = None  # the protocol family it is started for, if one (throwaway)
 
     def __init__(
         self,

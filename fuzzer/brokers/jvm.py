@@ -279,17 +279,22 @@ class BrokerJ(JvmBroker):
             "virtualhostnodes": [
                 {
                     "name": "default",
-                    "type": "Memory",
+                    # Derby in its directory, for the host's configuration and messages alike:
+                    # durable messages are taken (a Memory store refuses them), and they and
+                    # durable queues survive a restart, as the durability checks need (a
+                    # restart recovers the host from the store, not from this configuration)
+                    "type": "DERBY",
+                    "storePath": str(self.directory / "store"),
                     "defaultVirtualHostNode": "true",
-                    # Derby in its directory: durable messages are taken (a Memory store
-                    # refuses them) and survive a restart, as the durability checks need; a
-                    # 1.0 link's address names a queue created when first used, as on the
-                    # other brokers amqpfuzz runs (Broker-J's default: not-found)
+                    # Started for 1.0, a link's address names a queue created when first used,
+                    # as on the other brokers amqpfuzz runs (Broker-J's default: not-found);
+                    # not for the 0-8 family, where it would create what 404s must refuse
                     "virtualHostInitialConfiguration": json.dumps(
                         {
-                            "type": "DERBY",
-                            "storePath": str(self.directory / "store"),
-                            "nodeAutoCreationPolicies": [AUTO_QUEUES],
+                            "type": "ProvidedStore",
+                            "nodeAutoCreationPolicies": (
+                                [AUTO_QUEUES] if self.family == "amqp10" else []
+                            ),
                         }
                     ),
                 }

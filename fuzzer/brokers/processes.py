@@ -275,15 +275,18 @@ def throwaway(
     *,
     tls: bool = False,
     coverage: str | None = None,
+    family: str | None = None,
 ) -> Iterator[Broker]:
     """A started broker of ``kind``, stopped and removed on leaving the block; with ``tls``,
     a TLS listener too (:attr:`Broker.tls_url`, verified with :attr:`Broker.ca_file`); with
     ``coverage`` (a protocol family), its code measured as :mod:`amqpfuzz.fuzzer.coverage`
-    says (:attr:`Broker.probe`) where it can be."""
+    says (:attr:`Broker.probe`) where it can be; ``family`` (else ``coverage``'s), the protocol
+    family it is started for, where a broker is configured for one (Broker-J's 1.0 nodes)."""
     try:
         broker = BROKERS[kind](port, tls=tls, coverage=coverage)
     except KeyError:
         raise BrokerError(f"unknown broker {kind!r}; known: {', '.join(BROKERS)}") from None
+    broker.family = family or coverage
     sweep()
     try:
         broker.guard().start()

@@ -15,7 +15,7 @@ from typing import Any
 
 import click
 
-from amqpfuzz.spec import DEFAULT_PROTOCOL
+from amqpfuzz.spec import DEFAULT_PROTOCOL, family_of
 
 from ..brokers import BROKERS, parse_target, throwaway
 from ..clients.campaign import replay_client
@@ -87,7 +87,8 @@ def replay_command(
     with contextlib.ExitStack() as stack:
         restart = None
         if kind is not None:
-            own = stack.enter_context(throwaway(kind))
+            family = family_of(str(data.get("protocol") or DEFAULT_PROTOCOL))
+            own = stack.enter_context(throwaway(kind, family=family))
             url, restart = own.url, own.recover
         elif url is None:
             recorded = str(data.get("target", ""))

@@ -369,7 +369,9 @@ def _run(
             targets = url_targets(urls, allow_remote, ca_file, insecure)
         else:
             measured = family if coverage else None
-            own = stack.enter_context(throwaway(kind or "rabbitmq", coverage=measured))
+            own = stack.enter_context(
+                throwaway(kind or "rabbitmq", coverage=measured, family=family)
+            )
             targets = [parse_target(own.url, label=f"throwaway {own.kind}")]
         notices = preflight(targets, protocol, timeout, profile)
         agent = Agent.parse(coverage_agent, coverage_jars) if coverage_agent else None

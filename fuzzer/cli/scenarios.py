@@ -24,7 +24,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 from rich.table import Table
 
 from amqpfuzz.scenarios import PROTOCOLS, Scenario, load_all, select
-from amqpfuzz.spec import DEFAULT_PROTOCOL
+from amqpfuzz.spec import DEFAULT_PROTOCOL, family_of
 
 from ..brokers import BROKERS, parse_target, refuses, throwaway
 from ..brokers.profiles import find_profile
@@ -142,7 +142,8 @@ def _scenarios(
     run_id = uuid.uuid4().hex[:12]
     with contextlib.ExitStack() as stack:
         for kind in kinds or (() if urls else ("rabbitmq",)):
-            broker = stack.enter_context(throwaway(kind))
+            family = family_of(protocol) if protocol else None
+            broker = stack.enter_context(throwaway(kind, family=family))
             target = parse_target(broker.url, label=f"throwaway {kind}")
             targets.append(ScenarioTarget(target, broker=broker, profile_name=profile))
         with Progress(

@@ -63,8 +63,9 @@ def _campaign(
     coverage records' (None: its broker's code was not measured)."""
     with contextlib.ExitStack() as stack:
         if shard.broker is not None:
-            measured = family_of(shard.settings.protocol) if shard.coverage else None
-            broker = stack.enter_context(throwaway(shard.broker, coverage=measured))
+            family = family_of(shard.settings.protocol)
+            measured = family if shard.coverage else None
+            broker = stack.enter_context(throwaway(shard.broker, coverage=measured, family=family))
             target: Target = parse_target(broker.url, label=f"throwaway {broker.kind}")
         else:
             broker = None

@@ -18,6 +18,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from amqpfuzz.spec import family_of
+
 from ..brokers import Broker, Target, parse_target, throwaway
 from ..clients.campaign import ClientSettings, Lane, serving_of
 from ..clients.campaign import Outcome as Served
@@ -155,7 +157,8 @@ class AmqpSession:
             profile = self.options.profile
             targets = [ScenarioTarget(t, profile_name=profile) for t in reached]
             if kind is not None:
-                self._broker = self._stack.enter_context(throwaway(kind))
+                family = family_of(self.options.protocol)
+                self._broker = self._stack.enter_context(throwaway(kind, family=family))
                 target = parse_target(self._broker.url, label=f"throwaway {kind}")
                 targets.append(ScenarioTarget(target, broker=self._broker, profile_name=profile))
             self._targets = targets
