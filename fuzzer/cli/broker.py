@@ -37,7 +37,11 @@ def broker_install() -> None:
 def broker_start(kind: str, port: int | None, tls: bool) -> None:
     """Start a throwaway broker that runs until `amqpfuzz broker stop`."""
     broker = BROKERS[kind](port, tls=tls)
-    broker.start()
+    try:
+        broker.start()
+    except BaseException:
+        broker.remove()  # its directory, made for it, goes with the start that failed
+        raise
     detach(broker)
     click.echo(f"{kind}-{broker.port}  {broker.url}  (data and log in {broker.directory})")
     if broker.tls_url is not None:

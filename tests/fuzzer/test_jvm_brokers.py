@@ -137,12 +137,20 @@ def test_a_campaign_runs_on_artemis_measured_by_jacoco(tmp_path: Path) -> None:
 
 
 def test_a_jvm_broker_missing_from_the_cache_is_one_line_and_status_2(tmp_path: Path) -> None:
-    env = {**os.environ, "AMQPFUZZ_CACHE": str(tmp_path / "empty"), "AMQPFUZZ_STATE": str(tmp_path)}
+    """And the start that failed leaves no directory behind."""
+    env = {
+        **os.environ,
+        "AMQPFUZZ_CACHE": str(tmp_path / "empty"),
+        "AMQPFUZZ_STATE": str(tmp_path),
+        "TMPDIR": str(tmp_path / "tmp"),
+    }
+    (tmp_path / "tmp").mkdir()
     for kind in ("qpid-broker-j", "artemis"):
         done = amqpfuzz("broker", "start", kind, env=env)
         assert done.returncode == 2, done.stdout + done.stderr
         lines = done.stderr.strip().splitlines()
         assert len(lines) == 1 and "not installed" in lines[0] and "make setup" in lines[0], lines
+    assert not list((tmp_path / "tmp").iterdir())
 
 
 def test_broker_install_only_checks_what_is_there() -> None:
