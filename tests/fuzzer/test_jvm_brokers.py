@@ -80,12 +80,12 @@ def test_a_campaign_runs_on_each_protocol_broker_j_speaks(protocol: str, tmp_pat
     throwaway of the run's own: a crash (its 0-10 plugin shuts the broker down on some
     fragmented frames) is restarted for the rest of the run."""
     done = amqpfuzz(
-        "run", "--broker", "qpid-broker-j", "--protocol", protocol, "--max-examples", "30",
+        "run", "--broker", "qpid-broker-j", "--protocol", protocol, "--max-examples", "20",
         "--duration", "20", "--seed", "7", "--confirm", "0", "--no-shrink", "--out", str(tmp_path),
     )  # fmt: skip
     assert done.returncode in (0, 1), done.stdout + done.stderr
     cases = [r for r in records_of(tmp_path) if r["kind"] == "fuzz"]
-    assert len(cases) >= 15, done.stdout  # fewer than asked when a crash takes some along
+    assert len(cases) >= 10, done.stdout  # fewer than asked when a crash takes some along
     targets = {(r["target"]["product"], r["target"]["protocol"]) for r in cases}  # type: ignore[index]
     assert targets == {("Apache Qpid Broker-J Core", protocol)}, targets
     # its lines measured from inside its JVM by JaCoCo's agent, per protocol plugin
