@@ -25,6 +25,7 @@ from lxml import etree
 
 from ..coverage import Probe
 from ..coverage.jvm import JacocoCoverage, agent_option
+from ..coverage.plans import plans_of
 from .broker import Broker, free_port
 from .errors import BrokerError
 
@@ -183,7 +184,8 @@ class JvmBroker(Broker):
         """Options for its JVM: a small heap, and JaCoCo's agent where its code is measured."""
         options = [HEAP, "-XX:+UseSerialGC"]
         if self.plan is not None and self.coverage_port is not None:
-            options.append(agent_option(installed("jacoco").home, self.plan, self.coverage_port))
+            plans = plans_of(self.kind)
+            options.append(agent_option(installed("jacoco").home, plans, self.coverage_port))
         return options
 
 

@@ -53,9 +53,11 @@ def kind_of(jars: tuple[str, ...]) -> str | None:
     return None
 
 
-def agent_option(jacoco: Path, plan: Plan, port: int) -> str:
-    """The ``-javaagent`` option that measures the plan's classes, served on ``port``."""
-    includes = ":".join(f"{p}*" for p in prefixes(plan))
+def agent_option(jacoco: Path, plans: list[Plan], port: int) -> str:
+    """The ``-javaagent`` option that measures the plans' classes, served on ``port``: every
+    plan of the broker's kind, so that one agent serves a campaign of any family."""
+    named = [p for plan in plans for p in prefixes(plan)]
+    includes = ":".join(f"{p}*" for p in dict.fromkeys(named))
     return (
         f"-javaagent:{jacoco / 'jacocoagent.jar'}=output=tcpserver,address=127.0.0.1,"
         f"port={port},includes={includes},jmx=false"

@@ -15,7 +15,7 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["PLANS", "Plan", "plan_for", "unavailable"]
+__all__ = ["PLANS", "Plan", "plan_for", "plans_of", "unavailable"]
 
 PLANS = Path(__file__).with_name("sets.toml")
 
@@ -60,6 +60,11 @@ def _plans() -> dict[tuple[str, str], Plan]:
             sets = tuple((name, tuple(modules)) for name, modules in entry["sets"].items())
             found[kind, family] = Plan(kind, family, entry["how"], sets, tuple(entry["more"]))
     return found
+
+
+def plans_of(kind: str) -> list[Plan]:
+    """Every plan of a broker kind, one per protocol family it is measured in."""
+    return [plan for (k, _), plan in _plans().items() if k == kind]
 
 
 def plan_for(kind: str | None, family: str) -> Plan | None:

@@ -34,8 +34,9 @@ def fresh_garagemq() -> Iterator[Broker]:
 
 @pytest.fixture(scope="session")
 def broker_j() -> Iterator[Broker]:
-    """Qpid Broker-J from Maven Central (make setup fetches it): every AMQP version of the seeds."""
-    with throwaway("qpid-broker-j") as broker:
+    """Qpid Broker-J from Maven Central (make setup fetches it): every AMQP version of the seeds;
+    JaCoCo's agent in its JVM measures its 0-8 family plugin (``broker.coverage_port``)."""
+    with throwaway("qpid-broker-j", coverage="amqp091") as broker:
         yield broker
 
 

@@ -15,7 +15,7 @@ import pytest
 from proton import Message
 from proton.utils import BlockingConnection
 
-from amqpfuzz.fuzzer.brokers import Broker, throwaway
+from amqpfuzz.fuzzer.brokers import Broker
 from amqpfuzz.fuzzer.brokers.jvm import JvmBroker
 from amqpfuzz.fuzzer.records import read_records
 
@@ -74,25 +74,47 @@ def covered(out: Path) -> dict[str, int]:
     return sets
 
 
-@pytest.mark.parametrize("protocol", ["0-9-1", "0-9", "0-8", "0-10", "1.0"])
-def test_a_campaign_runs_on_each_protocol_broker_j_speaks(protocol: str, tmp_path: Path) -> None:
-    """Cases of each protocol meet Broker-J itself (its product in every record), on a
-    throwaway of the run's own: a crash (its 0-10 plugin shuts the broker down on some
-    fragmented frames) is restarted for the rest of the run."""
+def judged(out: Path, protocol: str) -> list[dict[str, object]]:
+    """The run's fuzz cases, each judged on Broker-J in ``protocol``."""
+    cases = [r for r in records_of(out) if r["kind"] == "fuzz"]
+    targets = {(r["target"]["product"], r["target"]["protocol"]) for r in cases}  # type: ignore[index]
+    assert targets == {("Apache Qpid Broker-J Core", protocol)}, targets
+    return cases
+
+
+@pytest.mark.parametrize("protocol", ["0-9-1", "0-9", "0-8", "1.0"])
+def test_a_campaign_runs_on_each_protocol_of_a_measured_broker_j(
+    protocol: str, broker_j: Broker, tmp_path: Path
+) -> None:
+    """Cases of each protocol meet Broker-J itself (its product in every record), a --url
+    broker whose JVM runs JaCoCo's agent: --coverage-agent and --coverage-jars measure the
+    protocol's plugin from inside it (the agent instruments every plugin a plan names)."""
+    assert isinstance(broker_j, JvmBroker) and broker_j.coverage_port is not None
     done = amqpfuzz(
-        "run", "--broker", "qpid-broker-j", "--protocol", protocol, "--max-examples", "20",
+        "run", "--url", broker_j.url, "--protocol", protocol, "--max-examples", "20",
+        "--coverage-agent", f"127.0.0.1:{broker_j.coverage_port}",
+        "--coverage-jars", str(broker_j.home / "lib"),
+        "--seed", "7", "--confirm", "0", "--no-shrink", "--out", str(tmp_path),
+    )  # fmt: skip
+    assert done.returncode in (0, 1), done.stdout + done.stderr
+    assert len(judged(tmp_path, protocol)) >= 15, done.stdout
+    assert "classes measured by JaCoCo's agent" in done.stdout, done.stdout
+    plugin = "1.0" if protocol == "1.0" else "0-8/0-9/0-9-1"
+    assert covered(tmp_path)[f"{plugin} (Broker-J)"] > 0
+
+
+def test_a_0_10_campaign_runs_on_a_throwaway_broker_j_measured_by_jacoco(tmp_path: Path) -> None:
+    """0-10 on a throwaway Broker-J of the run's own, its plugin measured by JaCoCo: a crash
+    (its 0-10 plugin shuts the broker down on one frame) is restarted for the rest of the run;
+    a crash in the first batch takes the batch's other cases along."""
+    done = amqpfuzz(
+        "run", "--broker", "qpid-broker-j", "--protocol", "0-10", "--max-examples", "20",
         "--duration", "20", "--seed", "7", "--confirm", "0", "--no-shrink", "--out", str(tmp_path),
     )  # fmt: skip
     assert done.returncode in (0, 1), done.stdout + done.stderr
-    cases = [r for r in records_of(tmp_path) if r["kind"] == "fuzz"]
-    # a 0-10 crash in the first batch takes the batch's other cases along (2 of 20 were left)
-    assert len(cases) >= (1 if protocol == "0-10" else 15), done.stdout
-    targets = {(r["target"]["product"], r["target"]["protocol"]) for r in cases}  # type: ignore[index]
-    assert targets == {("Apache Qpid Broker-J Core", protocol)}, targets
-    # its lines measured from inside its JVM by JaCoCo's agent, per protocol plugin
+    assert len(judged(tmp_path, "0-10")) >= 1, done.stdout
     assert "classes measured by JaCoCo's agent" in done.stdout, done.stdout
-    plugin = {"0-10": "0-10", "1.0": "1.0"}.get(protocol, "0-8/0-9/0-9-1")
-    assert covered(tmp_path)[f"{plugin} (Broker-J)"] > 0
+    assert covered(tmp_path)["0-10 (Broker-J)"] > 0
 
 
 def test_the_0_10_scenarios_play_against_broker_j(tmp_path: Path) -> None:
@@ -161,12 +183,13 @@ def test_broker_install_only_checks_what_is_there() -> None:
 
 
 def test_a_divergence_among_three_brokers_names_the_one_that_stands_alone(
-    rabbitmq: Broker, garagemq: Broker, broker_j: Broker, tmp_path: Path
+    rabbitmq: Broker, fresh_garagemq: Broker, broker_j: Broker, tmp_path: Path
 ) -> None:
     """RabbitMQ, GarageMQ and Broker-J, all 0-9-1: where two agree and one does not, the
-    record, its message and the summary name the one that stands alone."""
+    record and its message name the one that stands alone. (A GarageMQ of the test's own: a
+    shared one was found down by the next test once.)"""
     done = amqpfuzz(
-        "run", "--url", rabbitmq.url, "--url", garagemq.url, "--url", broker_j.url,
+        "run", "--url", rabbitmq.url, "--url", fresh_garagemq.url, "--url", broker_j.url,
         "--max-examples", "120", "--operators", "heartbeat-payload,unknown-frame-type",
         "--confirm", "1", "--no-shrink", "--out", str(tmp_path),
     )  # fmt: skip
@@ -184,27 +207,17 @@ def test_a_divergence_among_three_brokers_names_the_one_that_stands_alone(
         assert f"{found['alone']} stands alone" in found["failure"]["message"]  # type: ignore[index]
 
 
-def test_a_url_jvm_broker_started_with_jacocos_agent_is_measured(tmp_path: Path) -> None:
-    """A user's own Broker-J whose JVM runs JaCoCo's agent (here one of ours, started so):
-    --coverage-agent names the agent, --coverage-jars the jars it runs; the sets are Broker-J's
-    (told by its jars). An agent nobody serves, or jars of no JVM broker amqpfuzz knows, are
-    one line and status 2."""
-    with throwaway("qpid-broker-j", coverage="amqp091") as broker:
-        assert isinstance(broker, JvmBroker) and broker.coverage_port is not None
-        jars = str(broker.home / "lib")
-        agent = f"127.0.0.1:{broker.coverage_port}"
-        done = amqpfuzz(
-            "run", "--url", broker.url, "--coverage-agent", agent, "--coverage-jars", jars,
-            "--max-examples", "30", "--seed", "3", "--confirm", "0", "--no-shrink",
-            "--out", str(tmp_path / "run"),
-        )  # fmt: skip
-        assert done.returncode in (0, 1), done.stdout + done.stderr
-        assert covered(tmp_path / "run")["0-8/0-9/0-9-1 (Broker-J)"] > 0, done.stdout
-        for args, said in [
-            (["--coverage-agent", "127.0.0.1:1", "--coverage-jars", jars], "Connection refused"),
-            (["--coverage-agent", agent, "--coverage-jars", str(tmp_path)], "neither"),
-            (["--coverage-agent", agent], "needs --coverage-jars"),
-        ]:
-            bad = amqpfuzz("run", "--url", broker.url, *args, "--out", str(tmp_path / "bad"))
-            lines = bad.stderr.strip().splitlines()
-            assert bad.returncode == 2 and len(lines) == 1 and said in lines[0], bad.stderr
+def test_a_bad_coverage_agent_is_one_line_and_status_2(broker_j: Broker, tmp_path: Path) -> None:
+    """An agent nobody serves, jars of no JVM broker amqpfuzz knows, and an agent without its
+    jars are one line and status 2 (the agent measured is the campaign tests' above)."""
+    assert isinstance(broker_j, JvmBroker) and broker_j.coverage_port is not None
+    jars = str(broker_j.home / "lib")
+    agent = f"127.0.0.1:{broker_j.coverage_port}"
+    for args, said in [
+        (["--coverage-agent", "127.0.0.1:1", "--coverage-jars", jars], "Connection refused"),
+        (["--coverage-agent", agent, "--coverage-jars", str(tmp_path)], "neither"),
+        (["--coverage-agent", agent], "needs --coverage-jars"),
+    ]:
+        bad = amqpfuzz("run", "--url", broker_j.url, *args, "--out", str(tmp_path / "bad"))
+        lines = bad.stderr.strip().splitlines()
+        assert bad.returncode == 2 and len(lines) == 1 and said in lines[0], bad.stderr
