@@ -160,11 +160,13 @@ class JvmBroker(Broker):
         self.coverage_port = free_port() if self.plan is not None else None
         if self.coverage_port is not None:
             self.more_ports = (*self.more_ports, "coverage_port")
+        self._probe: JacocoCoverage | None = None
 
     def choose_ports(self) -> None:
         super().choose_ports()
         if self.coverage_port is not None:
             self.coverage_port = free_port()
+        self._probe = None
 
     @property
     def home(self) -> Path:
@@ -172,13 +174,16 @@ class JvmBroker(Broker):
 
     @property
     def probe(self) -> Probe | None:
-        """JaCoCo's agent in its JVM, read against the jars it runs."""
+        """JaCoCo's agent in its JVM, read against the jars it runs: one probe per port, so
+        that its layout (an analysis of every measured class) is asked for once."""
         if self.plan is None or self.coverage_port is None:
             return None
-        jacoco = installed("jacoco").home
-        return JacocoCoverage(
-            self.plan, self.coverage_port, (str(self.home / self.jars),), str(jacoco), java()
-        )
+        if self._probe is None:
+            jacoco = installed("jacoco").home
+            self._probe = JacocoCoverage(
+                self.plan, self.coverage_port, (str(self.home / self.jars),), str(jacoco), java()
+            )
+        return self._probe
 
     def java_options(self) -> list[str]:
         """Options for its JVM: a small heap, and JaCoCo's agent where its code is measured."""
