@@ -124,7 +124,11 @@ def test_a_session_begun_and_ended_in_one_read(runner: Runner, peer: Broker) -> 
 
 def test_a_connection_level_case_runs_on_a_connection_of_its_own(runner: Runner) -> None:
     """A frame whose size is under 8: the connection must close with framing-error (the
-    Proton broker does; RabbitMQ drops the socket). Either way the lanes are untouched."""
+    Proton broker does; RabbitMQ drops the socket). Either way the lanes are untouched.
+
+    The Proton broker closes its socket with the rest of the frame unread, so its kernel
+    resets the connection, and a reset can take the close still waiting to go out along
+    with it (seen once in a loaded CI run): a reset, named as one, is the only other end."""
     cases = drawn(malformed_case_builder(operators=["frame-size-small"], prefix=PREFIX), 8)
     before = [lane.connection for lane in runner.lanes]
     results = runner.run(cases)
@@ -132,9 +136,12 @@ def test_a_connection_level_case_runs_on_a_connection_of_its_own(runner: Runner)
     assert all(lane.connection is None or lane.connection.alive for lane in runner.lanes)
     kinds = outcomes(results)
     if runner.broker is not None and runner.broker.kind == "qpid-proton":
-        assert kinds == {"connection-close"}
-        assert {r.outcome.condition for r in results} == {"amqp:connection:framing-error"}
-        assert all(r.failure is None for r in results)
+        closed = [r for r in results if r.outcome.kind == "connection-close"]
+        reset = [r for r in results if r.outcome.kind == "socket-close"]
+        assert closed and len(closed) + len(reset) == len(results)
+        assert {r.outcome.condition for r in closed} == {"amqp:connection:framing-error"}
+        assert all(r.failure is None for r in closed)
+        assert all("reset" in (r.outcome.text or "") for r in reset)
     else:
         assert kinds == {"socket-close"} and all(r.failure is not None for r in results)
 
