@@ -26,6 +26,7 @@ __all__ = ["HELD", "HOLD", "SLOW", "Drawing"]
 SLOW = 1.0  # seconds: an operator whose cases take longer has them held back and sent together
 HELD = 48  # at most this many held (more are let go: drawn again another time)
 HOLD = 12  # batches between two sendings of the held ones
+SLOW_PACE = 10  # cases a second a slow broker runs, before a campaign has measured its pace
 
 
 class Drawing:
@@ -43,8 +44,13 @@ class Drawing:
         self._smallest = min(config.batch, 16)
         # as many as ran in ``batch_seconds`` at the last batch's pace (the first: full; a
         # smaller first batch runs fewer cases before a crashing broker's first crash, and
-        # finds fewer signatures in a run's first seconds)
+        # finds fewer signatures in a run's first seconds), but no more than a short budget
+        # runs at a slow broker's pace: a full first batch of cases that hang took 45 s of a
+        # 10 s budget on the Proton broker
         self.paced = config.batch
+        if config.duration is not None:
+            fits = int(config.duration * SLOW_PACE)
+            self.paced = max(self._smallest, min(config.batch, fits))
         self._dice = random.Random(config.seed)  # which avoided cases run all the same
         self.slow: dict[str, float] = {}  # seconds an operator's (a method's) cases take
         self.held: list[Case] = []  # slow cases drawn, to go together

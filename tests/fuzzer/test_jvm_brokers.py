@@ -109,7 +109,7 @@ def test_a_0_10_campaign_runs_on_a_throwaway_broker_j_measured_by_jacoco(tmp_pat
     a crash in the first batch takes the batch's other cases along."""
     done = amqpfuzz(
         "run", "--broker", "qpid-broker-j", "--protocol", "0-10", "--max-examples", "20",
-        "--duration", "20", "--seed", "7", "--confirm", "0", "--no-shrink", "--out", str(tmp_path),
+        "--duration", "10", "--seed", "7", "--confirm", "0", "--no-shrink", "--out", str(tmp_path),
     )  # fmt: skip
     assert done.returncode in (0, 1), done.stdout + done.stderr
     assert len(judged(tmp_path, "0-10")) >= 1, done.stdout
@@ -117,9 +117,10 @@ def test_a_0_10_campaign_runs_on_a_throwaway_broker_j_measured_by_jacoco(tmp_pat
     assert covered(tmp_path)["0-10 (Broker-J)"] > 0
 
 
-def test_the_0_10_scenarios_play_against_broker_j(tmp_path: Path) -> None:
+def test_the_0_10_scenarios_play_against_broker_j(broker_j: Broker, tmp_path: Path) -> None:
+    """On the session's Broker-J, as a user's broker at a URL: it answers 0-10 on its port."""
     done = amqpfuzz(
-        "scenarios", "--protocol", "0-10", "--broker", "qpid-broker-j", "--out", str(tmp_path)
+        "scenarios", "--protocol", "0-10", "--url", broker_j.url, "--out", str(tmp_path)
     )
     assert done.returncode == 0, done.stdout + done.stderr
     verdicts = {r["spec_ref"]: r["verdict"] for r in records_of(tmp_path)}

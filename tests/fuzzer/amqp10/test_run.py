@@ -33,7 +33,7 @@ def test_a_differential_1_0_campaign_names_what_differs(tmp_path: Path) -> None:
         out = tmp_path / "out"
         done = amqpfuzz(
             "run", "--protocol", "1.0", "--url", urls[0], "--url", urls[1],
-            "--duration", "10", "--seed", "3", "--out", str(out), "--no-shrink",
+            "--duration", "10", "--seed", "3", "--out", str(out), "--no-shrink", "--confirm", "0",
         )  # fmt: skip
         assert done.returncode == 1, done.stderr
         records = [r for path in sorted(out.glob("records-*.jsonl")) for r in read_records(path)]

@@ -11,7 +11,7 @@ from amqpfuzz.spec import AmqpfuzzError, OutcomeKind
 from amqpfuzz.spec.amqp091.codec import MethodFrame, ProtocolHeader
 
 from ...outcome import Outcome
-from ..connection import Connection
+from ..connection import Connection, HeaderAnswer
 from .mailbox import Mailbox, Message
 from .state import (
     PLAIN_CLIENT,
@@ -41,6 +41,8 @@ class ConnectionSteps(PlayerState, part=True):
                 connection = Connection.connect(
                     self.target, protocol=self.protocol, timeout=self.timeout
                 )
+                # a header answered with a header: what follows is in the protocol it names
+                connection.reader = HeaderAnswer(connection.codec, connection.frame_max)
         except AmqpfuzzError as exc:
             raise self.failed(
                 step,
@@ -80,7 +82,9 @@ class ConnectionSteps(PlayerState, part=True):
     @handles("send_header")
     def _step_send_header(self, step: Step, args: Mapping[str, Any]) -> None:
         header = args.get("name", "AMQP").encode("ascii") + bytes(args["version"])
-        self.mailbox(step, args["connection"]).connection.send(header)
+        mailbox = self.mailbox(step, args["connection"])
+        mailbox.sent_header = header
+        mailbox.connection.send(header)
 
     def _header(self, step: Step, mailbox: Mailbox, expected: Outcome) -> Message:
         message = mailbox.next_reply(0, self.timeout)
@@ -109,7 +113,13 @@ class ConnectionSteps(PlayerState, part=True):
         expected = Outcome(OutcomeKind.GREETING)
         message = self._header(step, mailbox, expected)
         frame = message.frame
-        if isinstance(frame, ProtocolHeader):
+        if isinstance(frame, ProtocolHeader) and frame.data == mailbox.sent_header:
+            # the header asked for, answered in kind: the server speaks that protocol too (a
+            # 0-10 server's handshake opens with its header), and goes on in it
+            seen = Outcome(OutcomeKind.PROTOCOL_HEADER, reply=repr(frame))
+            self.notes["greeting"] = f"{frame!r}: the protocol asked for, spoken"
+            self.notes["octets"] = frame.data.hex()
+        elif isinstance(frame, ProtocolHeader):
             closed = mailbox.wait_for(lambda: mailbox.ended is not None, self.timeout)
             seen = Outcome(OutcomeKind.PROTOCOL_HEADER, reply=repr(frame))
             self.notes["greeting"] = f"{frame!r}, then {'the socket closed' if closed else 'open'}"

@@ -75,6 +75,7 @@ class Mailbox:
         self.deliveries: dict[int, list[Message]] = {}
         self.received: dict[int, list[Message]] = {}
         self.frames = 0  # frames that arrived (protocol headers are not frames)
+        self.sent_header = b""  # the protocol header a send_header step sent
         self._partial: dict[int, Message] = {}
 
     @property
