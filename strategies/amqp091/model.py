@@ -237,8 +237,9 @@ class Model:
 
     def shared_queue(self, method: Method) -> str:
         """A shared queue (:meth:`shared_name`): its arguments drawn once for its index from
-        the broker's (bounded in length, so that what piles up stays small), or the index's
-        variant of another type."""
+        the broker's (bounded in length where its profile names x-max-length, so that what
+        piles up stays small), or the index's variant of another type. A broker whose profile
+        names no arguments gets none: Broker-J refuses one it does not know (542)."""
         index = self.src.below(SHARED)
         name = self.shared_name("q", index)
         draw = random.Random(f"shared-{index}")
@@ -256,7 +257,8 @@ class Model:
                 for needed in self.traffic.requires.get(key, ()):
                     if needed in known:
                         arguments.setdefault(needed, draw.choice(list(known[needed])))
-            arguments["x-max-length"] = draw.choice((1, 10, 100))
+            if "x-max-length" in known:  # bounded where the broker reads a bound (RabbitMQ)
+                arguments["x-max-length"] = draw.choice((1, 10, 100))
             fields, refuses, on = {}, (), {}
         for key, value in list(arguments.items()):
             if value == "@exchange":

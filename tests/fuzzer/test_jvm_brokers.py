@@ -17,6 +17,7 @@ from proton.utils import BlockingConnection
 
 from amqpfuzz.fuzzer.brokers import Broker
 from amqpfuzz.fuzzer.brokers.jvm import JvmBroker
+from amqpfuzz.fuzzer.brokers.profiles import find_profile
 from amqpfuzz.fuzzer.records import read_records
 
 pytestmark = pytest.mark.slow  # every test here starts a JVM broker or a process
@@ -126,6 +127,27 @@ def test_the_0_10_scenarios_play_against_broker_j(broker_j: Broker, tmp_path: Pa
     verdicts = {r["spec_ref"]: r["verdict"] for r in records_of(tmp_path)}
     assert verdicts["message/priority-levels"] == "pass", verdicts
     assert verdicts["connection.start/protocol-name"] == "pass", verdicts
+
+
+@pytest.mark.parametrize("protocol", ["0-9-1", "0-9"])
+def test_broker_j_fails_only_the_scenarios_its_profile_explains(
+    protocol: str, broker_j: Broker, tmp_path: Path
+) -> None:
+    """Every 0-9-1 and 0-9 scenario file on Broker-J: each failure is a deviation its bundled
+    profile records (xfail, with the profile's reason), and each rule the profile names for the
+    protocol failed as recorded (no stale entry). Those that restart the broker are skipped on a
+    broker at a URL."""
+    done = amqpfuzz(
+        "scenarios", "--protocol", protocol, "--url", broker_j.url, "--out", str(tmp_path)
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    records = [r for r in records_of(tmp_path) if r["kind"] == "scenario"]
+    xfail = {str(r["spec_ref"]) for r in records if r["verdict"] == "xfail"}
+    assert {r["verdict"] for r in records} <= {"pass", "xfail", "skip"}, done.stdout
+    profile = find_profile(None, "Apache Qpid Broker-J Core", "10.1.0", protocol)
+    assert profile is not None and profile.name == "qpid-broker-j-10.1"
+    named = {d.rule for d in profile.deviations if d.rule and d.protocol == protocol}
+    assert named and named == xfail, (named ^ xfail, done.stdout)
 
 
 def test_artemis_serves_a_real_1_0_client_over_plain_and_anonymous(artemis: Broker) -> None:
