@@ -11,6 +11,7 @@ reply, ``session-close`` or ``link-close`` (an ``end`` or ``detach`` carrying an
 
 from __future__ import annotations
 
+import secrets
 import socket
 from collections import deque
 from typing import Any
@@ -76,10 +77,15 @@ class Connection(SessionConnection):
         *,
         timeout: float = 10.0,
         sasl: str | None = "auto",
-        container_id: str = "amqpfuzz",
+        container_id: str | None = None,
     ) -> Connection:
         """Connect, log in and open. ``sasl``: ``auto`` (PLAIN if the peer offers it, else
-        ANONYMOUS), a mechanism of :data:`MECHANISMS`, or None (no SASL layer)."""
+        ANONYMOUS), a mechanism of :data:`MECHANISMS`, or None (no SASL layer). Each connection
+        is a container of its own (``amqpfuzz-`` and a random part) unless ``container_id``
+        names one: a link is its container pair's and its name's (1.0 section 2.6.1), and two
+        connections of one container that attach links of one name steal them from each other
+        (Broker-J detaches the first with amqp:link:stolen)."""
+        container_id = container_id or f"amqpfuzz-{secrets.token_hex(6)}"
         connection = cls(open_socket(target, timeout), codec_for("1.0"))
         try:
             if sasl is not None:
@@ -119,7 +125,9 @@ class Connection(SessionConnection):
             if mechanism is not None:
                 connection.mechanism = mechanism
                 out += Header(SASL).encode() + connection._init(target, mechanism)
-            out += connection._opening(target, "amqpfuzz") + connection.opening(session)
+            out += connection._opening(
+                target, f"amqpfuzz-{secrets.token_hex(6)}"
+            ) + connection.opening(session)
             connection.send(out)
             if mechanism is not None:
                 connection._header(target, SASL, timeout)
