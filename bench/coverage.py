@@ -18,6 +18,12 @@ figure the median); beside them a naive loop of valid operations through the rea
 session, opened and closed: the lines every client reaches). Then the campaign's cases per
 second with coverage measured beside ``--no-coverage`` (a minute each).
 
+``--broker qpid-broker-j`` or ``--broker artemis`` measures a JVM broker instead, with JaCoCo's
+agent in its JVM, in the class set ``sets.toml`` names for the protocol (Broker-J: its
+``0-8/0-9/0-9-1``, ``0-10`` and ``1.0`` plugins; Artemis: its AMQP module), its relevant lines
+as JaCoCo counts them; the naive loop is pika (0-9-1), python-qpid-proton (1.0) or, for 0-10,
+the bare handshake again and again.
+
 One JSON line per figure: ``lines`` per workload and point, then the ratios the targets are set
 on: ``lines_at_300`` (0-9-1 >= 2,000; 1.0 >= 700), ``growth_300_vs_120`` (>= 1.03),
 ``feedback_vs_blind`` (lines beyond the bare handshake's, feedback over none, >= 1.15) and
@@ -47,6 +53,8 @@ from typing import Any
 
 from amqpfuzz.fuzzer.brokers import throwaway
 from amqpfuzz.fuzzer.coverage import Measure
+from amqpfuzz.fuzzer.coverage.measure import ModuleCount
+from amqpfuzz.fuzzer.coverage.plans import plan_for
 from amqpfuzz.fuzzer.records import read_records
 
 AMQPFUZZ = shlex.split(
@@ -66,9 +74,29 @@ SETS = {
         "rabbit_amqp1_0_link_util", "rabbit_amqp1_0_util", "amqp10_binary_parser", "amqp10_framing",
     ),
 }  # fmt: skip
-FAMILIES = {"0-9-1": "amqp091", "1.0": "amqp10"}
+FAMILIES = {"0-9-1": "amqp091", "1.0": "amqp10", "0-10": "amqp010"}
 POINTS = (30.0, 60.0, 120.0, 300.0)
-TARGETS = {"0-9-1": 2000, "1.0": 700}
+TARGETS = {"0-9-1": 2000, "1.0": 700}  # RabbitMQ's
+# the protocols each broker is measured in here
+PROTOCOLS = {"rabbitmq": ("0-9-1", "1.0"), "qpid-broker-j": ("0-9-1", "0-10", "1.0"),
+             "artemis": ("1.0",)}  # fmt: skip
+
+
+def in_set(broker: str, protocol: str) -> Callable[[dict[str, Any]], bool]:
+    """Whether a module of a coverage point is in the protocol's set: RabbitMQ's modules named
+    above, or a JVM broker's classes in the first set its plan names for the protocol."""
+    if broker == "rabbitmq":
+        wanted = set(SETS[protocol])
+        return lambda module: module["module"] in wanted
+    label = jvm_set(broker, protocol)
+    return lambda module: module.get("set") == label
+
+
+def jvm_set(broker: str, protocol: str) -> str:
+    plan = plan_for(broker, FAMILIES[protocol])
+    if plan is None or not plan.sets:
+        raise SystemExit(f"coverage: nothing of {broker} is measured for {protocol}")
+    return plan.sets[0][0]
 
 
 def emit(**line: Any) -> None:
@@ -78,9 +106,12 @@ def emit(**line: Any) -> None:
 # -- campaigns --------------------------------------------------------------------------------
 
 
+BROKER = ["rabbitmq"]  # the kind measured (--broker)
+
+
 def start(protocol: str, seed: int, seconds: float, out: str, *flags: str) -> subprocess.Popen[str]:
     command = [
-        *AMQPFUZZ, "run", "--protocol", protocol, "--duration", f"{seconds:g}",
+        *AMQPFUZZ, "run", "--broker", BROKER[0], "--protocol", protocol, "--duration", f"{seconds:g}",
         "--seed", str(seed), "--no-shrink", "--out", out, *flags,
     ]  # fmt: skip
     return subprocess.Popen(
@@ -97,12 +128,12 @@ def finished(process: subprocess.Popen[str], seconds: float) -> None:
 
 def read_curve(out: str, protocol: str) -> list[tuple[float, int]]:
     """(seconds into the campaign, lines of the protocol's set) at each point it wrote."""
-    wanted = set(SETS[protocol])
+    wanted = in_set(BROKER[0], protocol)
     found = []
     for path in sorted(Path(out).glob("coverage-*.jsonl")):
         for point in read_records(path):
             modules = point.get("modules") or []
-            lines = sum(int(m["covered"]) for m in modules if m["module"] in wanted)
+            lines = sum(int(m["covered"]) for m in modules if wanted(m))
             found.append((float(point["elapsed_s"]), lines))
     if not found:
         raise SystemExit(f"coverage: the campaign in {out} wrote no coverage")
@@ -130,14 +161,14 @@ def rate(out: str) -> float:
 
 def unreached(out: str, protocol: str) -> set[str]:
     """The functions of the protocol's set no point of the campaign saw entered."""
-    wanted = set(SETS[protocol])
+    member = in_set(BROKER[0], protocol)
     return {
         f"{module}:{function}"
         for path in sorted(Path(out).glob("coverage-*.jsonl"))
         for point in read_records(path)
         if point.get("final")
         for module, functions in (point.get("unreached") or {}).items()
-        if module in wanted
+        if member({"module": module, "set": set_of(module)})
         for function, lines in functions
         if lines
     }
@@ -187,19 +218,40 @@ def rates(protocol: str, seed: int, seconds: float, together: bool) -> tuple[flo
 # -- clients doing ordinary things -----------------------------------------------------------
 
 
-def measured(protocol: str, points: Sequence[float]) -> tuple[int, list[int]]:
-    """On a throwaway RabbitMQ: the set's lines after a bare handshake, then at each point
-    while a naive client loop runs there."""
-    wanted = set(SETS[protocol])
-    bare, naive = {"0-9-1": (handshake_pika, naive_pika), "1.0": (handshake_proton, naive_proton)}[protocol]  # fmt: skip
-    with throwaway("rabbitmq", coverage=FAMILIES[protocol]) as broker:
+def set_of(module: str) -> str | None:
+    """The set a module of the broker measured is in (RabbitMQ's: none, the names above)."""
+    if BROKER[0] == "rabbitmq":
+        return None
+    for family in set(FAMILIES.values()):
+        plan = plan_for(BROKER[0], family)
+        found = plan.set_of(module) if plan is not None else None
+        if found is not None:
+            return found
+    return None
+
+
+def measured(protocol: str, points: Sequence[float]) -> tuple[int, list[int], int]:
+    """On a throwaway broker: the set's lines after a bare handshake, then at each point
+    while a naive client loop runs there; and the set's relevant lines."""
+    kind = BROKER[0]
+    wanted = in_set(kind, protocol)
+    bare, naive = {
+        "0-9-1": (handshake_pika, naive_pika),
+        "1.0": (handshake_proton, naive_proton),
+        "0-10": (handshake_010, naive_010),
+    }[protocol]
+    family = FAMILIES[protocol]
+    with throwaway(kind, coverage=family, family=family) as broker:
         probe = broker.probe
         assert probe is not None
         measure = Measure(probe)
 
+        def members() -> list[ModuleCount]:
+            return [c for c in measure.counts() if wanted({"module": c.module, "set": c.set})]
+
         def lines() -> int:
             measure.take()
-            return sum(len(measure.lines.get(m, ())) for m in wanted)
+            return sum(c.covered for c in members())
 
         bare(broker.url)
         handshake = lines()
@@ -215,7 +267,27 @@ def measured(protocol: str, points: Sequence[float]) -> tuple[int, list[int]]:
         naive(broker.url, going)
         while going():
             time.sleep(0.2)
-    return handshake, found
+        relevant = sum(c.relevant for c in members())
+    return handshake, found, relevant
+
+
+def handshake_010(url: str) -> None:
+    """A 0-10 connection and a session, opened and closed (amqpfuzz's own client: there is
+    no 0-10 client library on PyPI)."""
+    from amqpfuzz.fuzzer.brokers.targets import parse_target
+    from amqpfuzz.fuzzer.protocols.amqp010.connection import Connection
+
+    connection = Connection.open(parse_target(url), timeout=10)
+    try:
+        connection.open_session(1)
+    finally:
+        connection.close()
+
+
+def naive_010(url: str, going: Callable[[], bool]) -> None:
+    """For 0-10 the naive loop is the bare handshake, again and again."""
+    while going():
+        handshake_010(url)
 
 
 def handshake_pika(url: str) -> None:
@@ -239,7 +311,10 @@ def naive_pika(url: str, going: Callable[[], bool]) -> None:
         if mode == "tx":
             channel.tx_select()
         elif mode == "confirm":
-            channel.confirm_delivery()
+            try:
+                channel.confirm_delivery()
+            except pika.exceptions.MethodNotImplemented:  # Broker-J offers no confirms
+                mode = "plain"
         for _ in range(50):
             if not going():
                 break
@@ -273,8 +348,14 @@ def handshake_proton(url: str) -> None:
     # (the link goes with its connection: RabbitMQ 3.10 answers a closing detach without
     # closed=true, its profile's deviation, and python-qpid-proton would wait out its timeout)
     connection = BlockingConnection(url.replace("%2F", "").rstrip("/"), timeout=10)
-    connection.create_receiver("/topic/amqpfuzz-bench")
+    connection.create_receiver(node("topic", "amqpfuzz-bench"))
     connection.close()
+
+
+def node(kind: str, name: str) -> str:
+    """A 1.0 address: RabbitMQ 3.10's plugin wants /queue/ or /topic/ before the name; the JVM
+    brokers create a queue of the name itself."""
+    return f"/{kind}/{name}" if BROKER[0] == "rabbitmq" else name
 
 
 def naive_proton(url: str, going: Callable[[], bool]) -> None:
@@ -290,10 +371,10 @@ def naive_proton(url: str, going: Callable[[], bool]) -> None:
     given_up = 0
     while going():
         connection = BlockingConnection(address, timeout=10)
-        node = f"/queue/amqpfuzz-bench-{rnd.randrange(4)}"
+        name = node("queue", f"amqpfuzz-bench-{rnd.randrange(4)}")
         try:
-            sender = connection.create_sender(node)
-            receiver = connection.create_receiver(node, credit=10)
+            sender = connection.create_sender(name)
+            receiver = connection.create_receiver(name, credit=10)
             for _ in range(50):
                 if not going():
                     break
@@ -322,12 +403,13 @@ def naive_proton(url: str, going: Callable[[], bool]) -> None:
 
 
 def run(protocol: str, seeds: Sequence[int], points: Sequence[float], together: bool, rate_s: float) -> None:  # fmt: skip
-    relevant = {"0-9-1": 3856, "1.0": 996}[protocol]
-    bare, naive = measured(protocol, points)
-    emit(protocol=protocol, workload="handshake", lines=bare, relevant=relevant)
-    name = "naive-pika" if protocol == "0-9-1" else "naive-proton"
+    bare, naive, relevant = measured(protocol, points)
+    broker = BROKER[0]
+    emit(protocol=protocol, broker=broker, workload="handshake", lines=bare, relevant=relevant)
+    name = {"0-9-1": "naive-pika", "1.0": "naive-proton", "0-10": "naive-handshakes"}[protocol]
     for point, lines in zip(points, naive, strict=True):
-        emit(protocol=protocol, workload=name, at_s=point, lines=lines, relevant=relevant)
+        emit(protocol=protocol, broker=broker, workload=name, at_s=point, lines=lines,
+             relevant=relevant)  # fmt: skip
     curves, never = campaigns(protocol, seeds, max(points), together)
     median: dict[str, dict[float, float]] = {}
     for workload, runs in curves.items():
@@ -335,11 +417,11 @@ def run(protocol: str, seeds: Sequence[int], points: Sequence[float], together: 
         for point in points:
             each = [at(curve, point, point == points[-1]) for curve in runs]
             median[workload][point] = statistics.median(each)
-            emit(protocol=protocol, workload=workload, at_s=point, lines=median[workload][point],
+            emit(protocol=protocol, broker=broker, workload=workload, at_s=point, lines=median[workload][point],
                  each=each, seeds=list(seeds), relevant=relevant)  # fmt: skip
     last, before = points[-1], points[-2]
     emit(protocol=protocol, figure=f"lines_at_{last:g}", value=median["feedback"][last],
-         target=TARGETS[protocol] if last >= 300 else None)  # fmt: skip
+         target=TARGETS[protocol] if last >= 300 and broker == "rabbitmq" else None)  # fmt: skip
     emit(protocol=protocol, figure=f"growth_{last:g}_vs_{before:g}",
          value=round(median["feedback"][last] / max(median["feedback"][before], 1), 3),
          target=1.03)  # fmt: skip
@@ -364,11 +446,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="a smoke test of a few seconds")
     parser.add_argument("--rounds", type=int, default=3, help="seeds per campaign (the median)")
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--protocol", action="append", choices=list(SETS), help="(default: both)")
+    parser.add_argument("--broker", choices=list(PROTOCOLS), default="rabbitmq",
+                        help="the throwaway broker measured (default: rabbitmq)")  # fmt: skip
+    parser.add_argument("--protocol", action="append", choices=list(FAMILIES),
+                        help="(default: every one the broker is measured in)")  # fmt: skip
     parser.add_argument("--together", action="store_true",
                         help="a seed's campaigns with and without feedback side by side")  # fmt: skip
     args = parser.parse_args(argv)
-    protocols = args.protocol or (["0-9-1"] if args.quick else list(SETS))
+    BROKER[0] = args.broker
+    measured_in = PROTOCOLS[args.broker]
+    protocols = args.protocol or ([measured_in[0]] if args.quick else list(measured_in))
+    wrong = [p for p in protocols if p not in measured_in]
+    if wrong:
+        parser.error(f"{args.broker} is measured in {', '.join(measured_in)}, not {wrong[0]}")
     points = (3.0, 6.0) if args.quick else POINTS
     rounds = 1 if args.quick else max(1, args.rounds)
     seeds = [args.seed + n for n in range(rounds)]
