@@ -145,8 +145,14 @@ def test_broker_j_fails_only_the_scenarios_its_profile_explains(
     xfail = {str(r["spec_ref"]) for r in records if r["verdict"] == "xfail"}
     assert {r["verdict"] for r in records} <= {"pass", "xfail", "skip"}, done.stdout
     profile = find_profile(None, "Apache Qpid Broker-J Core", "10.1.0", protocol)
-    assert profile is not None and profile.name == "qpid-broker-j-10.1"
-    named = {d.rule for d in profile.deviations if d.rule and d.protocol == protocol}
+    name = {"0-9-1": "qpid-broker-j-10.1", "0-9": "qpid-broker-j-10.1-amqp0-9"}[protocol]
+    assert profile is not None and profile.name == name
+    # (a whole class's entry, file.*, is for campaigns: no scenario file is of such a class)
+    named = {
+        d.rule
+        for d in profile.deviations
+        if d.rule and d.protocol == protocol and "*" not in d.rule
+    }
     assert named and named == xfail, (named ^ xfail, done.stdout)
 
 
