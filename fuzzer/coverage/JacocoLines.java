@@ -10,7 +10,8 @@
 //            every measured class's lines that hold code, and its methods' counts of them
 //   sample   {"class": {"lines": [...], "methods": ["name(desc)", ...]}, ...}
 //            the lines covered and the methods entered so far, dumped from the agent's
-//            tcpserver at HOST:PORT (not reset), for the classes that ran at all
+//            tcpserver at HOST:PORT (not reset), for the classes that ran at all (a class
+//            whose probes did not change since the last sample is not analysed again)
 // An error is {"error": "..."} on one line; the helper ends when stdin does.
 
 import java.io.BufferedReader;
@@ -21,12 +22,12 @@ import java.io.InputStreamReader;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.Enumeration;
-import java.util.HashSet;
+import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.Set;
 import java.util.jar.JarEntry;
 import java.util.jar.JarFile;
 
@@ -42,6 +43,8 @@ import org.jacoco.core.tools.ExecFileLoader;
 
 public final class JacocoLines {
     private final Map<String, byte[]> classes = new LinkedHashMap<>(); // vm name -> bytes
+    private final Map<String, boolean[]> probes = new HashMap<>(); // name#id -> last probes
+    private final Map<String, String> parts = new LinkedHashMap<>(); // vm name -> its part
     private final String host;
     private final int port;
 
@@ -110,24 +113,19 @@ public final class JacocoLines {
         }
     }
 
-    private List<IClassCoverage> analyze(ExecutionDataStore store, boolean ranOnly) throws IOException {
-        Set<String> ran = new HashSet<>();
-        for (ExecutionData data : store.getContents()) {
-            ran.add(data.getName());
-        }
+    /** Every measured class, analysed against ``store``. */
+    private List<IClassCoverage> analyze(ExecutionDataStore store) throws IOException {
         CoverageBuilder builder = new CoverageBuilder();
         Analyzer analyzer = new Analyzer(store, builder);
         for (Map.Entry<String, byte[]> entry : classes.entrySet()) {
-            if (!ranOnly || ran.contains(entry.getKey())) {
-                analyzer.analyzeClass(entry.getValue(), entry.getKey());
-            }
+            analyzer.analyzeClass(entry.getValue(), entry.getKey());
         }
         return new ArrayList<>(builder.getClasses());
     }
 
     private String layout() throws IOException {
         StringBuilder json = new StringBuilder("{");
-        for (IClassCoverage c : analyze(new ExecutionDataStore(), false)) {
+        for (IClassCoverage c : analyze(new ExecutionDataStore())) {
             if (json.length() > 1) {
                 json.append(", ");
             }
@@ -154,27 +152,50 @@ public final class JacocoLines {
         client.setReset(false);
         client.setRetryCount(0);
         ExecFileLoader loader = client.dump(host, port);
-        StringBuilder json = new StringBuilder("{");
-        for (IClassCoverage c : analyze(loader.getExecutionDataStore(), true)) {
-            if (c.getLineCounter().getCoveredCount() == 0) {
+        // Only the classes whose probes changed since the last sample are analysed again (ASM
+        // reads each class's bytes: the dearest part of a sample, taken after every round of a
+        // campaign with feedback); the others keep the part of the answer they had.
+        ExecutionDataStore store = loader.getExecutionDataStore();
+        CoverageBuilder builder = new CoverageBuilder();
+        Analyzer analyzer = new Analyzer(store, builder);
+        for (ExecutionData data : store.getContents()) {
+            String key = data.getName() + "#" + Long.toHexString(data.getId());
+            byte[] bytes = classes.get(data.getName());
+            if (bytes == null || Arrays.equals(data.getProbes(), probes.get(key))) {
                 continue;
             }
-            if (json.length() > 1) {
-                json.append(", ");
+            probes.put(key, Arrays.copyOf(data.getProbes(), data.getProbes().length));
+            analyzer.analyzeClass(bytes, data.getName());
+        }
+        for (IClassCoverage c : builder.getClasses()) {
+            parts.put(c.getName(), part(c));
+        }
+        StringBuilder json = new StringBuilder("{");
+        for (String part : parts.values()) {
+            if (!part.isEmpty()) {
+                json.append(json.length() > 1 ? ", " : "").append(part);
             }
-            json.append(quote(c.getName().replace('/', '.'))).append(": {\"lines\": [");
-            appendLines(json, c, true);
-            json.append("], \"methods\": [");
-            boolean first = true;
-            for (IMethodCoverage m : c.getMethods()) {
-                if (m.getInstructionCounter().getCoveredCount() > 0) {
-                    json.append(first ? "" : ", ").append(quote(m.getName() + m.getDesc()));
-                    first = false;
-                }
-            }
-            json.append("]}");
         }
         return json.append("}").toString();
+    }
+
+    /** A class's part of a sample: its covered lines and entered methods ("" if none ran). */
+    private static String part(IClassCoverage c) {
+        if (c.getLineCounter().getCoveredCount() == 0) {
+            return "";
+        }
+        StringBuilder json = new StringBuilder();
+        json.append(quote(c.getName().replace('/', '.'))).append(": {\"lines\": [");
+        appendLines(json, c, true);
+        json.append("], \"methods\": [");
+        boolean first = true;
+        for (IMethodCoverage m : c.getMethods()) {
+            if (m.getInstructionCounter().getCoveredCount() > 0) {
+                json.append(first ? "" : ", ").append(quote(m.getName() + m.getDesc()));
+                first = false;
+            }
+        }
+        return json.append("]}").toString();
     }
 
     private static void appendLines(StringBuilder json, IClassCoverage c, boolean coveredOnly) {

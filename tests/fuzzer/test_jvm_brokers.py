@@ -11,6 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pika
 import pytest
 from proton import Message
 from proton.utils import BlockingConnection
@@ -102,6 +103,27 @@ def test_a_campaign_runs_on_each_protocol_of_a_measured_broker_j(
     assert "classes measured by JaCoCo's agent" in done.stdout, done.stdout
     plugin = "1.0" if protocol == "1.0" else "0-8/0-9/0-9-1"
     assert covered(tmp_path)[f"{plugin} (Broker-J)"] > 0
+
+
+def test_a_jacoco_sample_keeps_what_it_found_before_and_adds_what_ran_since(
+    broker_j: Broker,
+) -> None:
+    """The helper analyses again only the classes whose probes changed: a sample right after
+    another still has every class and line of it (the broker's housekeeping may add a few),
+    and one after a login has them all and more (those of the login)."""
+    probe = broker_j.probe
+    assert probe is not None
+    first = probe.sample()
+    again = probe.sample()
+    assert first.modules and set(again.modules) >= set(first.modules)
+    assert all(again.modules[m].lines >= seen.lines for m, seen in first.modules.items())
+    connection = pika.BlockingConnection(pika.URLParameters(broker_j.url))
+    connection.channel().queue_declare("", exclusive=True)
+    connection.close()
+    after = probe.sample()
+    assert all(after.modules[m].lines >= seen.lines for m, seen in first.modules.items())
+    lines = sum(len(seen.lines) for seen in after.modules.values())
+    assert lines > sum(len(seen.lines) for seen in first.modules.values())
 
 
 def test_a_0_10_campaign_runs_on_a_throwaway_broker_j_measured_by_jacoco(tmp_path: Path) -> None:

@@ -55,9 +55,16 @@ class Ledger:
         self.loose = self.lingering = False
 
     def requeue(self, messages: list[Stored]) -> None:
-        """Deliveries that were not acknowledged go back to the head, marked redelivered."""
-        for message in sorted(messages, key=lambda m: m.seq, reverse=True):
-            self.ready.appendleft(Stored(message.body, True, message.seq))
+        """Deliveries that were not acknowledged go back to their places, marked redelivered:
+        before every message held that was published after them (RabbitMQ puts a requeued
+        message where it was, so one requeued after another that was published later still
+        comes first; the head is not enough)."""
+        for message in messages:
+            place = next(
+                (i for i, held in enumerate(self.ready) if held.seq > message.seq),
+                len(self.ready),
+            )
+            self.ready.insert(place, Stored(message.body, True, message.seq))
         if len(messages) > 1:
             self.loose = True
 
