@@ -107,12 +107,13 @@ def emit(**line: Any) -> None:
 
 
 BROKER = ["rabbitmq"]  # the kind measured (--broker)
+EXTRA: list[str] = []  # flags every campaign gets (--quick: failures as found, not replayed)
 
 
 def start(protocol: str, seed: int, seconds: float, out: str, *flags: str) -> subprocess.Popen[str]:
     command = [
         *AMQPFUZZ, "run", "--broker", BROKER[0], "--protocol", protocol, "--duration", f"{seconds:g}",
-        "--seed", str(seed), "--no-shrink", "--out", out, *flags,
+        "--seed", str(seed), "--no-shrink", "--out", out, *flags, *EXTRA,
     ]  # fmt: skip
     return subprocess.Popen(
         command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
@@ -454,6 +455,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="a seed's campaigns with and without feedback side by side")  # fmt: skip
     args = parser.parse_args(argv)
     BROKER[0] = args.broker
+    EXTRA[:] = ["--confirm", "0"] if args.quick else []
     measured_in = PROTOCOLS[args.broker]
     protocols = args.protocol or ([measured_in[0]] if args.quick else list(measured_in))
     wrong = [p for p in protocols if p not in measured_in]
