@@ -48,6 +48,22 @@ def test_a_requeue_expects_the_redelivered_flag_and_frees_the_order() -> None:
     assert isinstance(ledger.take(b"c", False), Stored) and not ledger.loose
 
 
+def test_a_requeued_message_goes_back_to_its_place_not_to_the_head() -> None:
+    """a and b delivered; a requeued (it is the head again), then b (a channel closed): b goes
+    back after a, where it was, as RabbitMQ puts it (at the head it broke 'order' falsely)."""
+    ledger = ledger_of(b"a", b"b", b"c")
+    first, second = ledger.take(b"a", False), ledger.take(b"b", False)
+    assert isinstance(first, Stored) and isinstance(second, Stored)
+    ledger.requeue([first])
+    ledger.requeue([second])
+    assert not ledger.loose
+    assert [m.body for m in ledger.ready] == [b"a", b"b", b"c"]
+    assert isinstance(ledger.take(b"a", True), Stored)
+    assert isinstance(ledger.take(b"b", True), Stored) and isinstance(
+        ledger.take(b"c", False), Stored
+    )
+
+
 def test_every_delivery_is_judged_against_the_prefetch_window() -> None:
     program = Program(parse_target("amqp://guest:guest@127.0.0.1:1/"), "p-")
     program.queues["q"] = ledger_of(b"a", b"b", b"c")

@@ -12,7 +12,7 @@ import pytest
 
 from amqpfuzz.fuzzer.brokers import parse_target
 from amqpfuzz.fuzzer.engine.campaign import Campaign, CampaignSettings, TargetRun
-from amqpfuzz.fuzzer.engine.drawing import HELD, HOLD, SLOW
+from amqpfuzz.fuzzer.engine.drawing import HELD, HOLD, SLOW, SLOW_PACE, Drawing
 from amqpfuzz.fuzzer.engine.events import Emitter
 from tests.helpers.fake import PROTOCOL, FakeBroker, Peer, registered
 
@@ -42,3 +42,15 @@ def test_slow_cases_are_held_and_sent_together(peer: Peer, tmp_path: Path) -> No
     assert [i for i, n in enumerate(slow) if n] == [HOLD - 1, 2 * HOLD - 1]
     assert 0 < slow[HOLD - 1] <= HELD
     assert all(any(c.operator == "soft-error" for c in b) for b in batches)
+
+
+@pytest.mark.parametrize(("duration", "first"), [(10.0, 100), (1.0, 16), (60.0, 400), (None, 400)])
+def test_the_first_batch_is_what_the_budget_runs_at_a_slow_pace(
+    duration: float | None, first: int
+) -> None:
+    """Before a campaign knows its targets' pace, a short budget does not draw a full batch: a
+    10 s run's first batch of 400 cases that hang took 45 s on the Proton broker."""
+    drawing = Drawing(CampaignSettings(duration=duration, protocol=PROTOCOL, batch=400))
+    assert drawing.paced == first == max(16, min(400, int((duration or 1e9) * SLOW_PACE)))
+    drawing.paced_at(40, 1.0)  # then the pace measured decides
+    assert drawing.paced == 80
