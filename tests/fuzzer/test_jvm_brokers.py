@@ -169,13 +169,12 @@ def test_broker_j_fails_only_the_scenarios_its_profile_explains(
     profile = find_profile(None, "Apache Qpid Broker-J Core", "10.1.0", protocol)
     name = {"0-9-1": "qpid-broker-j-10.1", "0-9": "qpid-broker-j-10.1-amqp0-9"}[protocol]
     assert profile is not None and profile.name == name
-    # (a whole class's entry, file.*, is for campaigns: no scenario file is of such a class)
-    named = {
-        d.rule
-        for d in profile.deviations
-        if d.rule and d.protocol == protocol and "*" not in d.rule
-    }
-    assert named and named == xfail, (named ^ xfail, done.stdout)
+    # (a whole class's entry, file.*, is for campaigns: no scenario file is of such a class;
+    # a race's entry, sometimes, may pass)
+    rules = [d for d in profile.deviations if d.rule and d.protocol == protocol]
+    named = {d.rule for d in rules if "*" not in d.rule and not d.sometimes}
+    races = {d.rule for d in rules if d.sometimes}
+    assert named and named <= xfail <= named | races, (xfail ^ named, done.stdout)
 
 
 def test_artemis_serves_a_real_1_0_client_over_plain_and_anonymous(artemis: Broker) -> None:
