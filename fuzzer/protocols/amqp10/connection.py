@@ -52,6 +52,11 @@ def error_of(scope: Scope, body: Composite, text: str) -> Outcome:
     return Outcome(scope.close, str(error["condition"]), str(description or text))
 
 
+def _container() -> str:
+    """A container-id of its own for one connection (see :meth:`Connection.open`)."""
+    return f"amqpfuzz-{secrets.token_hex(6)}"
+
+
 class Connection(SessionConnection):
     """One open 1.0 connection (after the SASL layer and ``open``)."""
 
@@ -85,7 +90,7 @@ class Connection(SessionConnection):
         names one: a link is its container pair's and its name's (1.0 section 2.6.1), and two
         connections of one container that attach links of one name steal them from each other
         (Broker-J detaches the first with amqp:link:stolen)."""
-        container_id = container_id or f"amqpfuzz-{secrets.token_hex(6)}"
+        container_id = container_id or _container()
         connection = cls(open_socket(target, timeout), codec_for("1.0"))
         try:
             if sasl is not None:
@@ -125,9 +130,7 @@ class Connection(SessionConnection):
             if mechanism is not None:
                 connection.mechanism = mechanism
                 out += Header(SASL).encode() + connection._init(target, mechanism)
-            out += connection._opening(
-                target, f"amqpfuzz-{secrets.token_hex(6)}"
-            ) + connection.opening(session)
+            out += connection._opening(target, _container()) + connection.opening(session)
             connection.send(out)
             if mechanism is not None:
                 connection._header(target, SASL, timeout)
