@@ -3,7 +3,8 @@ other process is marked ``slow``, and a test that is not marked cannot start one
 
 While an unmarked test is set up and runs, starting a process fails it at once, naming the
 test: so ``pytest -m "not slow"`` is the fast unit suite, and it provably starts no broker, JVM
-or subprocess. (A fake peer in a thread of the test's own process is fine.)
+or subprocess. (A fake peer in a thread of the test's own process is fine.) The slow tests run
+first (``pytest_collection_modifyitems``).
 """
 
 from __future__ import annotations
@@ -62,3 +63,10 @@ def pytest_runtest_setup(item: pytest.Item) -> Generator[None, None, None]:
 def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
     with _no_processes(item):
         return (yield)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The slow tests first (stable otherwise): pytest-xdist hands out tests in this order, so a
+    test of a minute starts early, while the quick ones left fill the workers' ends, instead of
+    starting last and keeping one worker busy after the others are done."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)

@@ -16,7 +16,7 @@ command line           ini key                environment               default
 --amqp-broker KIND     amqp_broker            AMQPFUZZ_BROKER           none
 --amqp-protocol P      amqp_protocol          AMQPFUZZ_PROTOCOL         0-9-1
 --amqp-profile NAME    amqp_profile           AMQPFUZZ_PROFILE          by the broker's product/version
---amqp-results DIR     amqp_results           AMQPFUZZ_RESULTS          a new temporary directory
+--amqp-results DIR     amqp_results           AMQPFUZZ_RESULTS          under pytest's basetemp
 --amqp-seed N|last     amqp_seed              AMQPFUZZ_SEED             a fresh random seed
 --amqp-scenarios       amqp_scenarios         AMQPFUZZ_SCENARIOS        off
 --amqp-fuzz            amqp_fuzz              AMQPFUZZ_FUZZ             off
@@ -64,6 +64,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 # -- configuration -----------------------------------------------------------------------------
 
 
+@pytest.hookimpl(trylast=True)  # after the tmpdir plugin's: the results go under its basetemp
 def pytest_configure(config: pytest.Config) -> None:
     for name, text in MARKERS.items():
         config.addinivalue_line("markers", f"{name}: {text}")

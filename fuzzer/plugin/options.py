@@ -196,8 +196,18 @@ def resolve(config: pytest.Config) -> Options:
         return options
     options.seed = _seed(config, seed, seed_source)
     if options.active and options.results is None:
-        options.results = tempfile.mkdtemp(prefix="amqpfuzz-pytest-")
+        options.results = _temporary(config)
     return options
+
+
+def _temporary(config: pytest.Config) -> str:
+    """The run's records go under pytest's own base temporary directory, which pytest keeps for
+    its newest runs and removes after (``tmp_path_retention_count``); without the tmpdir plugin
+    (``-p no:tmpdir``), a temporary directory of their own that stays."""
+    factory = getattr(config, "_tmp_path_factory", None)
+    if factory is None:
+        return tempfile.mkdtemp(prefix="amqpfuzz-pytest-")
+    return str(factory.mktemp("amqpfuzz", numbered=True))
 
 
 def _seed(config: pytest.Config, value: Any, source: str) -> int:

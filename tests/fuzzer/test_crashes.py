@@ -47,8 +47,8 @@ def replays_on_a_fresh_garagemq(reproducer: str) -> subprocess.CompletedProcess[
 
 def test_a_campaign_runs_its_whole_budget_across_many_crashes(tmp_path: Path) -> None:
     done = amqpfuzz(
-        "run", "--broker", "garagemq", "--duration", "25", "--profile", "none", "--seed", "1",
-        "--timeout", "2", "--no-shrink", "--out", str(tmp_path),
+        "run", "--broker", "garagemq", "--duration", "15", "--profile", "none", "--seed", "1",
+        "--timeout", "2", "--confirm", "1", "--no-shrink", "--out", str(tmp_path),
     )  # fmt: skip
     assert done.returncode == 1, done.stdout + done.stderr
     assert "broker down:" not in done.stdout  # it was restarted every time, not given up on

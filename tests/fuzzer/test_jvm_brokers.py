@@ -9,6 +9,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pika
@@ -17,13 +18,14 @@ from proton import Message
 from proton.utils import BlockingConnection
 
 from amqpfuzz.fuzzer.brokers import Broker
-from amqpfuzz.fuzzer.brokers.jvm import JvmBroker
+from amqpfuzz.fuzzer.brokers.jvm import JvmBroker, cache_directory
 from amqpfuzz.fuzzer.brokers.profiles import find_profile
 from amqpfuzz.fuzzer.records import read_records
 
 pytestmark = pytest.mark.slow  # every test here starts a JVM broker or a process
 
 AMQPFUZZ = shutil.which("amqpfuzz", path=str(Path(sys.executable).parent)) or "amqpfuzz"
+CACHE = cache_directory().parent  # read before any test changes HOME
 
 
 def amqpfuzz(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -149,6 +151,42 @@ def test_the_0_10_scenarios_play_against_broker_j(broker_j: Broker, tmp_path: Pa
     verdicts = {r["spec_ref"]: r["verdict"] for r in records_of(tmp_path)}
     assert verdicts["message/priority-levels"] == "pass", verdicts
     assert verdicts["connection.start/protocol-name"] == "pass", verdicts
+
+
+def test_the_plugin_plays_0_10_on_a_throwaway_broker_j(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """``--amqp-broker qpid-broker-j`` in a user's pytest run: 0-10 scenario items and fuzz
+    items against a Broker-J the plugin starts (and ends), judged with its bundled profile."""
+    pytester.makeconftest(
+        "from hypothesis import settings\n"
+        "settings.register_profile('tiny', max_examples=4, database=None)\n"
+    )
+    xml, results = tmp_path / "junit.xml", tmp_path / "results"
+    # (pytester gives the run a HOME of its own: the cache make setup filled is named)
+    monkeypatch.setenv("AMQPFUZZ_CACHE", str(CACHE))
+    pytester.runpytest_subprocess(
+        "--amqp-broker", "qpid-broker-j", "--amqp-protocol", "0-10", "--amqp-scenarios",
+        "--amqp-fuzz", "--amqp-seed", "7", "--hypothesis-profile", "tiny", "-p", "no:cacheprovider",
+        "--amqp-results", str(results), f"--junitxml={xml}",
+        "-k", "(0-10 and (message/priority-levels or protocol-name)) or (method and execution.sync)",
+    )  # fmt: skip
+    outcomes = {
+        f"{case.get('classname')}::{case.get('name')}": sorted(
+            child.tag for child in case if child.tag != "properties"
+        )
+        for case in ET.parse(xml).getroot().iter("testcase")
+    }
+    assert outcomes == {
+        "amqpfuzz.scenarios.0-10::message/priority-levels": [],
+        "amqpfuzz.scenarios.0-10::connection.start/protocol-name": [],
+        "amqpfuzz.fuzz.method::execution.sync": [],
+        # (0-9-1's file on what a broker answers to each version's header: 0-10 is spoken)
+        "amqpfuzz.scenarios.0-9-1::connection.start/protocol-name@protocol-header.0-10": [],
+    }, outcomes
+    fuzzed = [r for r in records_of(results) if r["kind"] == "fuzz"]
+    targets = {(r["target"]["product"], r["target"]["protocol"]) for r in fuzzed}  # type: ignore[index]
+    assert fuzzed and targets == {("Apache Qpid Broker-J Core", "0-10")}, targets
 
 
 @pytest.mark.parametrize("protocol", ["0-9-1", "0-9"])

@@ -18,6 +18,8 @@ from tests.helpers import report_records as records
 TEST_CONF = {
     "spark.sql.shuffle.partitions": "2",
     "spark.driver.memory": "1g",
+    # a test's JVM reads a few records: it starts faster without the optimising compiler
+    "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC",
     "spark.sql.adaptive.coalescePartitions.initialPartitionNum": "2",
 }
 

@@ -44,6 +44,8 @@ def test_report_command_writes_tables_and_says_where_the_page_is(tmp_path: Path)
             str(inputs / "machine3"),
             "--out",
             str(output),
+            "--conf",  # a JVM that starts faster (no optimising compiler) for a few records
+            "spark.driver.extraJavaOptions=-XX:TieredStopAtLevel=1 -XX:+UseSerialGC",
         ],
         capture_output=True,
         text=True,

@@ -38,7 +38,8 @@ import json, runpy, sys
 from pyspark.sql import SparkSession
 script, inputs, output = sys.argv[1:4]
 (SparkSession.builder.master("local[2]").appName("amqpfuzz-imports")
- .config("spark.sql.shuffle.partitions", "2").config("spark.driver.memory", "1g").getOrCreate())
+ .config("spark.sql.shuffle.partitions", "2").config("spark.driver.memory", "1g")
+ .config("spark.driver.extraJavaOptions", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC").getOrCreate())
 sys.argv = [script, "--in", inputs, "--out", output, "--settle-minutes", "0"]
 try:
     runpy.run_path(script, run_name="__main__")

@@ -11,6 +11,7 @@ import shutil
 import subprocess
 import sys
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -49,15 +50,25 @@ def in_set(point: dict[str, Any]) -> int:
     return sum(m["covered"] for m in point["modules"] if m["set"] == SET)
 
 
-def test_coverage_is_measured_reported_and_joined_across_a_restart(tmp_path: Path) -> None:
-    events: list[Any] = []
+@pytest.fixture(scope="module")
+def measured() -> Iterator[Any]:
+    """A throwaway RabbitMQ whose 0-9-1 modules are compiled for coverage, shared by the tests
+    of this module that campaign on it (a compile costs more than the campaigns)."""
     with throwaway("rabbitmq", coverage="amqp091") as broker:
-        run, records = campaign(broker, tmp_path / "a", events, duration=16.0)
-        run.start()
-        threading.Timer(7.0, broker.kill).start()  # a crash mid-run: restarted, instrumented
-        run.run()
-        records.close()
-        after = broker.probe.sample()  # the restarted node's modules are measured again
+        yield broker
+
+
+def test_coverage_is_measured_reported_and_joined_across_a_restart(
+    measured: Any, tmp_path: Path
+) -> None:
+    events: list[Any] = []
+    broker = measured
+    run, records = campaign(broker, tmp_path / "a", events, duration=16.0)
+    run.start()
+    threading.Timer(7.0, broker.kill).start()  # a crash mid-run: restarted, instrumented
+    run.run()
+    records.close()
+    after = broker.probe.sample()  # the restarted node's modules are measured again
     assert any(isinstance(e, BrokerRestarted) for e in events)
     assert after.modules.get("rabbit_channel") and after.modules["rabbit_channel"].lines
     points = [p for f in (tmp_path / "a").glob("coverage-*.jsonl") for p in read_records(f)]
@@ -82,28 +93,28 @@ def test_coverage_is_measured_reported_and_joined_across_a_restart(tmp_path: Pat
     assert never and "handle_method/3" not in never  # functions never entered, by name/arity
 
 
-def test_a_seed_that_reached_new_lines_is_kept_and_replayed(tmp_path: Path) -> None:
-    with throwaway("rabbitmq", coverage="amqp091") as broker:
-        events: list[Any] = []
-        first, records = campaign(broker, tmp_path / "first", events, duration=8.0)
-        first.start()
-        first.run()
-        records.close()
-        (saved,) = [e for e in events if isinstance(e, CorpusSaved)]
-        assert saved.steering["signal"] == "lines" and saved.seeds > 0
-        seeds = Corpus.load(Path(saved.directory), 512)
-        assert seeds and all(s.gain > 0 for s in seeds)  # each reached lines none before had
-        # a later campaign started from the corpus sends its seeds first, as they are
-        sent: list[bytes] = []
-        again, records = campaign(
-            broker, tmp_path / "again", [], duration=None, max_examples=len(seeds) + 40,
-            corpus=saved.directory,
-        )  # fmt: skip
-        runs = again._runs
-        again._runs = lambda cases: (sent.extend(c.blob for c in cases), runs(cases))[1]  # type: ignore[method-assign]
-        again.start()
-        again.run()
-        records.close()
+def test_a_seed_that_reached_new_lines_is_kept_and_replayed(measured: Any, tmp_path: Path) -> None:
+    broker = measured
+    events: list[Any] = []
+    first, records = campaign(broker, tmp_path / "first", events, duration=8.0)
+    first.start()
+    first.run()
+    records.close()
+    (saved,) = [e for e in events if isinstance(e, CorpusSaved)]
+    assert saved.steering["signal"] == "lines" and saved.seeds > 0
+    seeds = Corpus.load(Path(saved.directory), 512)
+    assert seeds and all(s.gain > 0 for s in seeds)  # each reached lines none before had
+    # a later campaign started from the corpus sends its seeds first, as they are
+    sent: list[bytes] = []
+    again, records = campaign(
+        broker, tmp_path / "again", [], duration=None, max_examples=len(seeds) + 40,
+        corpus=saved.directory,
+    )  # fmt: skip
+    runs = again._runs
+    again._runs = lambda cases: (sent.extend(c.blob for c in cases), runs(cases))[1]  # type: ignore[method-assign]
+    again.start()
+    again.run()
+    records.close()
     assert sent[: len(seeds)] == [s.blob for s in seeds]
     replayed = [r for r in read_records(records.writer.path)][: len(seeds)]
     assert len(replayed) == len(seeds) and all(r["verdict"] != "error" for r in replayed)
