@@ -66,7 +66,8 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The slow tests first (stable otherwise): pytest-xdist hands out tests in this order, so a
-    test of a minute starts early, while the quick ones left fill the workers' ends, instead of
-    starting last and keeping one worker busy after the others are done."""
+    """The slow tests first (stable otherwise): pytest-xdist hands out tests in this order (two
+    at a time, the Makefile's ``--maxschedchunk 2``), so a test of a minute starts early and the
+    quick ones left fill the workers' ends, instead of starting last and keeping one worker
+    busy after the others are done."""
     items.sort(key=lambda item: item.get_closest_marker("slow") is None)

@@ -182,7 +182,7 @@ def _traffic(path: Path, data: object) -> dict[str, Any]:
     for section, entries in data.items():
         known = (
             "fields", "arguments", "properties", "headers", "addresses", "awaits", "apart",
-            "requires", "variants", "extension", "excludes", "pseudo", "without",
+            "requires", "variants", "extension", "excludes", "pseudo", "without", "odd_without",
         )  # fmt: skip
         if section not in known:
             raise ProfileError(f"{path}: traffic.{section} is not a section amqpfuzz reads")
@@ -190,7 +190,7 @@ def _traffic(path: Path, data: object) -> dict[str, Any]:
             if not isinstance(entries, bool):
                 raise ProfileError(f"{path}: traffic.extension is true or false")
             continue
-        if section in ("addresses", "awaits", "apart", "excludes", "without"):
+        if section in ("addresses", "awaits", "apart", "excludes", "without", "odd_without"):
             if not isinstance(entries, list):
                 raise ProfileError(f"{path}: traffic.{section} is a list")
             continue

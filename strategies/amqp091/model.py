@@ -203,7 +203,7 @@ class Model:
                 if needed not in chosen:
                     chosen[needed] = self.resolve(self.pick(list(known[needed])))
         if known and self.unusual(6):  # one of them of another type or out of its range:
-            chosen[self.pick(list(known))] = _odd(self.src)  # the broker's checks refuse it
+            chosen[self.pick(list(known))] = _odd(self.src, self.traffic.odd_without)  # refused
         return chosen
 
     def declare_exchange(self, method: Method | None = None) -> str:
@@ -366,11 +366,18 @@ class Model:
         known = self.traffic.headers
         found = {k: self.resolve(self.pick(list(v))) for k, v in known.items() if self.rare(2)}
         if known and self.unusual(12):
-            found[self.pick(list(known))] = _odd(self.src)
+            found[self.pick(list(known))] = _odd(self.src, self.traffic.odd_without)
         return found
 
 
-def _odd(src: Source) -> Any:
+ODD: tuple[Any, ...] = (-1, "x", True, False, 2**40, -(2**40), 1.5, [], {}, b"\x00", "", 0)
+# the kinds a profile's ``odd_without`` may leave out, by the field-table type a value is sent as
+ODD_KINDS = {bool: "boolean", int: "integer", float: "float", str: "string", bytes: "bytes",
+             list: "array", dict: "table"}  # fmt: skip
+
+
+def _odd(src: Source, without: tuple[str, ...] = ()) -> Any:
     """An argument value of some other type, or out of range: the broker's checks of its
-    arguments refuse it."""
-    return src.pick((-1, "x", True, False, 2**40, -(2**40), 1.5, [], {}, b"\x00", "", 0))
+    arguments refuse it. ``without``: kinds not sent (a profile's ``odd_without``: those that
+    meet a defect of the broker's decoder already recorded, which would end every walk)."""
+    return src.pick(tuple(v for v in ODD if ODD_KINDS[type(v)] not in without))

@@ -40,6 +40,8 @@ class Traffic:
     excludes: tuple[tuple[str, str], ...] = ()  # methods one channel cannot take both of
     pseudo: tuple[Pseudo, ...] = ()  # queues the broker serves without a declaration
     without: tuple[str, ...] = ()  # methods it does not implement (shell-style patterns)
+    # kinds of odd argument value not sent (model.ODD_KINDS: "table", "array", ...)
+    odd_without: tuple[str, ...] = ()
 
     @classmethod
     def of(cls, data: Mapping[str, Any] | None) -> Traffic:
@@ -76,6 +78,7 @@ class Traffic:
                 for p in data.get("pseudo", ())
             ),
             tuple(str(p) for p in data.get("without", ())),
+            tuple(str(k) for k in data.get("odd_without", ())),
         )
 
     def implements(self, method: Method) -> bool:

@@ -231,3 +231,18 @@ def test_garagemq_s_walks_send_nothing_it_answers_with_540_or_never_answers() ->
         for frame in _frames(case):
             assert frame.name not in unanswered and not frame.name.startswith("tx."), case
             assert not (frame.name == "basic.publish" and frame["immediate"]), case.spec_ref
+
+
+def test_a_profile_leaves_kinds_of_odd_argument_value_out() -> None:
+    """``odd_without``: the walks' odd argument values keep clear of a decoder defect the
+    profile records (Broker-J drops the connection on an empty nested table)."""
+    from amqpfuzz.strategies.amqp091.model import ODD_KINDS, _odd
+
+    rnd = random.Random(5)
+    drawn = [_odd(Source(rnd.randbytes(8))) for _ in range(400)]
+    assert {ODD_KINDS[type(v)] for v in drawn} == set(ODD_KINDS.values())
+    kept = [_odd(Source(rnd.randbytes(8)), ("table", "array")) for _ in range(400)]
+    assert kept and not any(isinstance(v, dict | list) for v in kept)
+    profile = find_profile(None, "Apache Qpid Broker-J Core", "10.1.0", "0-9-1")
+    assert profile is not None
+    assert Traffic.of(profile.traffic).odd_without == ("table",)
