@@ -20,10 +20,22 @@ from pyspark.sql import SparkSession
 
 from amqpfuzz.spec import AmqpfuzzError
 
-__all__ = ["LOCAL_CONF", "SPARK_LOG", "SessionError", "local_session", "remote_session"]
+__all__ = [
+    "FAST_START",
+    "LOCAL_CONF",
+    "SPARK_LOG",
+    "SessionError",
+    "local_session",
+    "remote_session",
+]
 
 DEFAULT_MASTER = "local[2]"
 SPARK_LOG = Path(tempfile.gettempdir()) / "amqpfuzz-spark.log"
+
+# Java options of a driver JVM that starts fast (no optimising compiler, one garbage collector
+# thread): for a driver with little to compute, a campaign's or a small report's; a nightly
+# report over millions of records keeps the JVM's defaults.
+FAST_START = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 
 LOCAL_CONF: Mapping[str, str] = {
     "spark.ui.enabled": "false",

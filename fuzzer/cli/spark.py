@@ -23,7 +23,7 @@ from ..cluster.job import SUBMITTED, SparkProgress
 from ..engine.campaign import CampaignSettings
 from ..engine.events import RunFinished, TargetSummary
 from ..recording import write_totals
-from ..spark import SessionError, local_session
+from ..spark import FAST_START, SessionError, local_session
 from .console import BadInput
 from .serve import summary as client_summary
 from .summary import summarize
@@ -36,7 +36,7 @@ __all__ = ["run_spark", "run_spark_clients"]
 # garbage collector thread) leaves the cores to the brokers and the engine.
 CAMPAIGN_CONF = {
     "spark.driver.memory": "1g",
-    "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC",
+    "spark.driver.extraJavaOptions": FAST_START,
 }
 
 

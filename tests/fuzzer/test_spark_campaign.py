@@ -26,13 +26,13 @@ from amqpfuzz.fuzzer.brokers import free_port
 from amqpfuzz.fuzzer.cluster import plan, run_on_spark
 from amqpfuzz.fuzzer.engine.campaign import CampaignSettings
 from amqpfuzz.fuzzer.records import load_reproducer
-from amqpfuzz.fuzzer.spark import local_session
+from amqpfuzz.fuzzer.spark import FAST_START, local_session
 
 pytestmark = pytest.mark.slow
 AMQPFUZZ = shutil.which("amqpfuzz", path=str(Path(sys.executable).parent)) or "amqpfuzz"
 # a report's JVM in a test reads a few hundred records: it starts faster without the optimising
 # compiler (a nightly report over millions keeps it)
-FAST_JVM = "spark.driver.extraJavaOptions=-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+FAST_JVM = {"spark.driver.extraJavaOptions": FAST_START}
 
 
 def records_of(out: Path, output: str = "records") -> list[dict[str, Any]]:
@@ -81,7 +81,7 @@ def test_a_spark_campaign_writes_each_record_once_where_the_report_reads_it(
     assert how == {"s0": "erlang-cover", "s1": "jacoco"}, how
     assert all(c["target"]["protocol"] == "0-9-1" for c in coverage)
     reported = subprocess.run(
-        [AMQPFUZZ, "report", "--in", str(out), "--out", str(report), "--conf", FAST_JVM],
+        [AMQPFUZZ, "report", "--in", str(out), "--out", str(report), "--conf", f"spark.driver.extraJavaOptions={FAST_START}"],
         capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert reported.returncode == 0, reported.stdout + reported.stderr
@@ -105,7 +105,7 @@ def spark_retrying(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     """A local session whose tasks are tried twice (``local[2,2]``), shared by the module's
     tests that run shards in this process."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    conf = {"spark.driver.memory": "1g", "spark.driver.extraJavaOptions": FAST_JVM.split("=", 1)[1]}
+    conf = {"spark.driver.memory": "1g", **FAST_JVM}
     session = local_session("local[2,2]", conf, app_name="t-spark",
                             log=tmp_path_factory.mktemp("spark") / "spark.log")  # fmt: skip
     yield session

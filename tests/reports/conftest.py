@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from pyspark.sql import SparkSession
 
-from amqpfuzz.fuzzer.spark import local_session
+from amqpfuzz.fuzzer.spark import FAST_START, local_session
 from amqpfuzz.reports import Summary, run
 from tests.helpers import coverage_records as measured
 from tests.helpers import report_records as records
@@ -19,7 +19,7 @@ TEST_CONF = {
     "spark.sql.shuffle.partitions": "2",
     "spark.driver.memory": "1g",
     # a test's JVM reads a few records: it starts faster without the optimising compiler
-    "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC",
+    "spark.driver.extraJavaOptions": FAST_START,
     "spark.sql.adaptive.coalescePartitions.initialPartitionNum": "2",
 }
 

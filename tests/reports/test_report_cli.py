@@ -14,6 +14,7 @@ from click.testing import CliRunner
 from pyspark.sql import SparkSession
 
 from amqpfuzz.fuzzer.cli import cli
+from amqpfuzz.fuzzer.spark import FAST_START
 from amqpfuzz.reports.cli import ReportFailed, execute
 from tests.helpers.report_records import at, case, first_night, write
 
@@ -45,7 +46,7 @@ def test_report_command_writes_tables_and_says_where_the_page_is(tmp_path: Path)
             "--out",
             str(output),
             "--conf",  # a JVM that starts faster (no optimising compiler) for a few records
-            "spark.driver.extraJavaOptions=-XX:TieredStopAtLevel=1 -XX:+UseSerialGC",
+            f"spark.driver.extraJavaOptions={FAST_START}",
         ],
         capture_output=True,
         text=True,

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 import amqpfuzz.reports
+from amqpfuzz.fuzzer.spark import FAST_START
 from tests.helpers.report_records import at, case, write
 
 pytestmark = pytest.mark.slow  # a fresh interpreter: a process, and Spark (a JVM)
@@ -36,10 +37,10 @@ PROTON = {**PIKA, "label": "qpid-proton", "product": "python-qpid-proton", "prot
 RUN_SUBMIT = """
 import json, runpy, sys
 from pyspark.sql import SparkSession
-script, inputs, output = sys.argv[1:4]
+script, inputs, output, java = sys.argv[1:5]
 (SparkSession.builder.master("local[2]").appName("amqpfuzz-imports")
  .config("spark.sql.shuffle.partitions", "2").config("spark.driver.memory", "1g")
- .config("spark.driver.extraJavaOptions", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC").getOrCreate())
+ .config("spark.driver.extraJavaOptions", java).getOrCreate())
 sys.argv = [script, "--in", inputs, "--out", output, "--settle-minutes", "0"]
 try:
     runpy.run_path(script, run_name="__main__")
@@ -78,7 +79,7 @@ def test_a_report_over_client_scenarios_loads_neither_hypothesis_nor_the_engine(
     out = tmp_path / "out"
     script = str(Path(amqpfuzz.reports.__file__).parent / "submit.py")
     done = subprocess.run(
-        [sys.executable, "-c", RUN_SUBMIT, script, str(records), str(out)],
+        [sys.executable, "-c", RUN_SUBMIT, script, str(records), str(out), FAST_START],
         capture_output=True,
         text=True,
         cwd=tmp_path,
