@@ -139,7 +139,11 @@ def load_profile(path: Path | str, extending: tuple[str, ...] = ()) -> Profile:
     except tomllib.TOMLDecodeError as exc:
         raise ProfileError(f"{path}: not TOML: {exc}") from None
     try:
-        deviations = tuple(_deviation(path, i, d) for i, d in enumerate(data.get("deviation", [])))
+        deviations = tuple(
+            found
+            for i, entry in enumerate(data.get("deviation", []))
+            for found in _deviations(path, i, entry)
+        )
         family = str(data.get("family", "amqp091"))
         traffic: Mapping[str, Any] = _traffic(path, data.get("traffic", {}))
         if "extends" in data:  # its own deviations first, then the base's; its traffic over theirs
@@ -223,11 +227,25 @@ def _traffic(path: Path, data: object) -> dict[str, Any]:
     return data
 
 
+def _deviations(path: Path, index: int, data: dict[str, object]) -> list[Deviation]:
+    """An entry's deviations: one, or (``signatures``: the failures one cause gives, each
+    named in full) one per signature, with the entry's reason."""
+    if "signatures" not in data:
+        return [_deviation(path, index, data)]
+    listed = data["signatures"]
+    if not isinstance(listed, list) or not listed or not all(isinstance(s, str) for s in listed):
+        raise ProfileError(f"{path}: deviation {index + 1}: signatures is a list of signatures")
+    rest = {k: v for k, v in data.items() if k != "signatures"}
+    if "signature" in rest:
+        raise ProfileError(f"{path}: deviation {index + 1} has both signature and signatures")
+    return [_deviation(path, index, {**rest, "signature": s}) for s in listed]
+
+
 def _deviation(path: Path, index: int, data: dict[str, object]) -> Deviation:
     keys = [k for k in ("signature", "rule", "mutation") if k in data]
     if len(keys) != 1:
         raise ProfileError(
-            f"{path}: deviation {index + 1} needs exactly one of signature, rule or mutation"
+            f"{path}: deviation {index + 1} needs exactly one of signature(s), rule or mutation"
         )
     if not data.get("reason"):
         raise ProfileError(f"{path}: deviation {index + 1} gives no reason")

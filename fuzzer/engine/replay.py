@@ -162,8 +162,23 @@ class Replay:
 
     @property
     def reproduced(self) -> bool:
-        """The same failure (by signature) happened again."""
-        return self.now == self.signature
+        """The same failure (by signature) happened again; or a hang, replayed, left the
+        whole broker unanswering (the same case's liveness failure: the hang, worse; which of
+        the two a replay sees depends on whether the probe after it meets the stuck part)."""
+        if self.now == self.signature:
+            return True
+        return (
+            self.signature.startswith("hang:")
+            and self.now is not None
+            and self.now.startswith("liveness:")
+            and self.now.endswith("->broker-down")
+            and _case_part(self.now) == _case_part(self.signature)
+        )
+
+
+def _case_part(signature: str) -> str:
+    """A signature without its oracle and what was observed: method, operator, expected."""
+    return signature.split(":", 1)[-1].rsplit("->", 1)[0]
 
 
 def replay(

@@ -147,7 +147,11 @@ class Walk(Model):
                 return
         tag = self.pick(mine)
         if tag is None:
-            self.consume(self.ctx.spec.method("basic.consume"))
+            consume = self.ctx.spec.method("basic.consume")
+            if consume not in self.ctx.traffic_methods:  # its profile leaves consume out
+                self.send(method, {"consumer-tag": self.name("c")})  # a tag never started
+                return
+            self.consume(consume)
             tag = self.consumers[-1]
         self.send(method, {"consumer-tag": tag})
         self.consumers.remove(tag)

@@ -189,6 +189,41 @@ def test_the_plugin_plays_0_10_on_a_throwaway_broker_j(
     assert fuzzed and targets == {("Apache Qpid Broker-J Core", "0-10")}, targets
 
 
+def test_the_plugin_plays_1_0_on_artemis_at_a_url(
+    artemis: Broker, pytester: pytest.Pytester, tmp_path: Path
+) -> None:
+    """``--amqp-url`` naming an Artemis in a user's pytest run: 1.0 scenario items and fuzz
+    items, judged with the profile the broker's own open frame selects (Artemis's)."""
+    pytester.makeconftest(
+        "from hypothesis import settings\n"
+        "settings.register_profile('tiny', max_examples=4, database=None)\n"
+    )
+    xml, results = tmp_path / "junit.xml", tmp_path / "results"
+    pytester.runpytest_subprocess(
+        "--amqp-url", artemis.url, "--amqp-protocol", "1.0", "--amqp-scenarios", "--amqp-fuzz",
+        "--amqp-seed", "7", "--hypothesis-profile", "tiny", "-p", "no:cacheprovider",
+        "--amqp-results", str(results), f"--junitxml={xml}",
+        "-k", "message-format/message-annotations or message-format/annotations or frame-size-small "
+        "or handle-in-use",
+    )  # fmt: skip
+    outcomes = {
+        f"{case.get('classname')}::{case.get('name')}": sorted(
+            f"{child.tag} {child.get('type')}" for child in case if child.tag != "properties"
+        )
+        for case in ET.parse(xml).getroot().iter("testcase")
+    }
+    # (an xfail's reason is the profile's: messaging 3.2.10, and proton-j's NullPointerException)
+    assert outcomes == {
+        "amqpfuzz.scenarios.1.0::message-format/message-annotations#1": [],
+        "amqpfuzz.scenarios.1.0::message-format/annotations#1": ["skipped pytest.xfail"],
+        "amqpfuzz.fuzz.mutation::frame-size-small": [],
+        "amqpfuzz.fuzz.mutation::handle-in-use": ["skipped pytest.xfail"],
+    }, outcomes
+    records = records_of(results)
+    targets = {(r["target"]["product"], r["target"]["protocol"]) for r in records}  # type: ignore[index]
+    assert records and targets == {("apache-activemq-artemis", "1.0")}, targets
+
+
 @pytest.mark.parametrize("protocol", ["0-9-1", "0-9"])
 def test_broker_j_fails_only_the_scenarios_its_profile_explains(
     protocol: str, broker_j: Broker, tmp_path: Path
@@ -229,9 +264,10 @@ def test_artemis_serves_a_real_1_0_client_over_plain_and_anonymous(artemis: Brok
 
 
 def test_a_campaign_runs_on_artemis_measured_by_jacoco(tmp_path: Path) -> None:
-    """Malformed 1.0 cases only (with valid traffic, Artemis's netty threads were seen busy in
-    proton-j's TransportSession.handleDisposition for minutes, every connection on them waiting:
-    not reduced yet), on a throwaway Artemis whose AMQP module and proton-j JaCoCo measures."""
+    """Malformed 1.0 cases only, on a throwaway Artemis whose AMQP module and proton-j JaCoCo
+    measures. (A disposition whose last delivery id is 2^32-1, valid traffic's or malformed,
+    spins one of Artemis's netty threads forever in proton-j's TransportSession.handleDisposition,
+    every connection on that thread then waiting: a campaign of this seed draws none.)"""
     done = amqpfuzz(
         "run", "--broker", "artemis", "--protocol", "1.0", "--max-examples", "30",
         "--valid-share", "0", "--traffic-share", "0", "--seed", "7", "--confirm", "0",

@@ -98,3 +98,26 @@ def test_a_deviation_that_happens_only_sometimes_is_no_xpass_when_it_does_not(
     )
     with pytest.raises(ProfileError, match="sometimes is true or false"):
         load_profile(bad)
+
+
+def test_one_cause_may_name_the_several_failures_it_gives(tmp_path: Path) -> None:
+    """``signatures``: one entry, one reason, each failure named in full (no pattern)."""
+    path = _write(
+        tmp_path,
+        "mine",
+        'product = "X"\n[[deviation]]\nsignatures = ["a:-:op:x->y", "a:-:op:x->z"]\n'
+        'reason = "one cause"\n',
+    )
+    profile = load_profile(path)
+    assert [(d.signature, d.reason) for d in profile.deviations] == [
+        ("a:-:op:x->y", "one cause"),
+        ("a:-:op:x->z", "one cause"),
+    ]
+    assert profile.deviation("a:-:op:x->w") is None
+    for bad, says in (
+        ("signatures = []", "signatures is a list of signatures"),
+        ('signatures = ["a"]\nsignature = "b"', "both signature and signatures"),
+    ):
+        _write(tmp_path, "bad", f'product = "X"\n[[deviation]]\n{bad}\nreason = "r"\n')
+        with pytest.raises(ProfileError, match=says):
+            load_profile(tmp_path / "bad.toml")

@@ -151,9 +151,11 @@ def _shard_workers() -> set[int]:
 def test_a_task_killed_mid_shard_is_retried_and_its_records_are_there_once(
     spark_retrying: Any, tmp_path: Path
 ) -> None:
+    # (over AMQP 1.0: a shard's family is its settings'; the 0-9-1 shards are the first test's)
     settings = CampaignSettings(
-        duration=6.0, seed=3, valid_share=1.0, traffic_share=0.0, state_share=0.0, shrink=False
-    )
+        duration=6.0, seed=3, valid_share=1.0, traffic_share=0.0, state_share=0.0, shrink=False,
+        protocol="1.0",
+    )  # fmt: skip
     shards = plan("killed000001", settings, brokers=("rabbitmq", "rabbitmq"), coverage=False)
     killed: list[int] = []
 
@@ -178,6 +180,7 @@ def test_a_task_killed_mid_shard_is_retried_and_its_records_are_there_once(
     assert len({r["record_id"] for r in records}) == len(records)
     workers = {(shard_of(r), r["worker"]) for r in records}
     assert sorted(s for s, _ in workers) == ["s0", "s1"]  # one attempt's records per shard
+    assert {r["target"]["protocol"] for r in records} == {"1.0"}
     assert all(f"-{killed[0]}-" not in w for _, w in workers)  # none of the killed attempt's
     cases = Counter(shard_of(r) for r in records)
     for summary in result.summaries:
@@ -188,6 +191,7 @@ def test_a_task_killed_mid_shard_is_retried_and_its_records_are_there_once(
 def test_a_shard_that_cannot_reach_its_broker_is_one_line_and_the_others_finish(
     spark_retrying: Any, tmp_path: Path
 ) -> None:
+    # (over AMQP 0-10, the other shard on a throwaway Broker-J, unmeasured)
     settings = CampaignSettings(
         duration=2.0,
         seed=5,
@@ -196,16 +200,23 @@ def test_a_shard_that_cannot_reach_its_broker_is_one_line_and_the_others_finish(
         state_share=0.0,
         shrink=False,
         confirm=0,
+        protocol="0-10",
     )
     nobody = f"amqp://guest:guest@127.0.0.1:{free_port()}/"
-    shards = plan("unreached001", settings, urls=(nobody,), brokers=("garagemq",))
+    shards = plan(
+        "unreached001", settings, urls=(nobody,), brokers=("qpid-broker-j",), coverage=False
+    )
     result = run_on_spark(spark_retrying, shards, str(tmp_path / "out"))
     (error,) = result.errors
     assert error.startswith("shard 0 (amqp://guest@127.0.0.1:") and "\n" not in error
     assert "guest:guest" not in error
     (summary,) = result.summaries
     assert summary["shard"] == 1 and summary["targets"][0]["cases"] > 0
-    assert {shard_of(r) for r in records_of(tmp_path / "out")} == {"s1"}
+    records = records_of(tmp_path / "out")
+    assert {shard_of(r) for r in records} == {"s1"}
+    assert {(r["target"]["product"], r["target"]["protocol"]) for r in records} == {
+        ("Apache Qpid Broker-J Core", "0-10")
+    }
 
 
 def test_client_campaigns_on_spark_a_shard_per_client_and_seed_read_by_the_report(

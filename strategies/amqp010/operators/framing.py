@@ -10,6 +10,7 @@ from amqpfuzz.spec.amqp010.codec import WHOLE, raw
 from ...operator import Built
 from ...source import Source
 from ..context import Context
+from ..valid import refusals
 from .common import command, operator
 
 __all__: list[str] = []
@@ -75,7 +76,8 @@ def frame_version(src: Source, ctx: Context) -> Built:
 @operator(
     "frame-reserved",
     "a frame header whose reserved bits are set (they are zero in 0-10; no reaction is "
-    "named: a peer may close with framing-error, must stay up)",
+    "named: a peer may close with framing-error, must stay up; one that accepts the frame may "
+    "refuse its command as it would refuse it well framed)",
     "sets reserved bits of octet 0, octet 4, octet 5 or octets 8-11",
     FRAMING,
     "connection",
@@ -96,7 +98,9 @@ def frame_reserved(src: Source, ctx: Context) -> Built:
             value if where == 3 else 0,
         )
     data, name = _whole(src, ctx, flags=flags, reserved=reserved)
-    return Built((ctx.raw(data, f"{name} with reserved bits set"),), name, f"reserved {where}")
+    step = ctx.raw(data, f"{name} with reserved bits set")
+    # (accepted, the command is as a valid case's: its drawn arguments may be refused)
+    return Built((step,), name, f"reserved {where}", tolerated=refusals(ctx))
 
 
 @operator(

@@ -392,4 +392,6 @@ def deep_table(src: Source, ctx: Context) -> Built:
         f"{frame.name}/{fld.name}",
         note,
         frames=(frame,),
+        # (accepted, its method is answered as a valid one is, its rules' closes included)
+        tolerated=tolerated(ctx.spec, frame.method),
     )

@@ -182,3 +182,17 @@ def test_a_hang_s_replays_go_one_after_another_when_its_case_names_what_it_creat
     run.start()
     run.run()
     assert together and not any(together)
+
+
+def test_a_hang_replayed_as_the_broker_down_is_the_same_failure_worse() -> None:
+    """Artemis: one disposition spins a netty thread forever; a replay sees the case hang, or
+    the probe after it find the broker unanswering, as the thread it meets decides."""
+    hang = "hang:-:unknown-disposition:session-close/amqp:illegal-state->timeout"
+    down = "liveness:-:unknown-disposition:session-close/amqp:illegal-state->broker-down"
+    assert Replay(hang, down, "e", "o").reproduced
+    assert Replay(hang, hang, "e", "o").reproduced
+    assert not Replay(hang, None, "e", "o").reproduced
+    assert not Replay(hang, "liveness:-:other:session-close->broker-down", "e", "o").reproduced
+    assert not Replay(down, hang, "e", "o").reproduced  # (a crash is not a hang)
+    reaction = "reaction:-:unknown-disposition:session-close/amqp:illegal-state->socket-close"
+    assert not Replay(hang, reaction, "e", "o").reproduced
