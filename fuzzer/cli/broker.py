@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import click
 
+from amqpfuzz.spec import PROTOCOLS, family_of
+
 from ..brokers import BROKERS
 from ..brokers.detached import detach, detached, stop_detached
 from ..brokers.jvm import cache_directory, distributions, install
@@ -34,9 +36,16 @@ def broker_install() -> None:
 @click.argument("kind", type=click.Choice(list(BROKERS)))
 @click.option("--port", type=click.IntRange(1, 65535), help="Port (default: a free one).")
 @click.option("--tls", is_flag=True, help="A TLS listener too, its certificate from a new CA.")
-def broker_start(kind: str, port: int | None, tls: bool) -> None:
+@click.option(
+    "--protocol",
+    type=click.Choice(list(PROTOCOLS)),
+    help="Configure it for this protocol's family, as a run's throwaway broker is (Broker-J "
+    "over 1.0 creates the nodes a link names; default: as for 0-9-1).",
+)
+def broker_start(kind: str, port: int | None, tls: bool, protocol: str | None) -> None:
     """Start a throwaway broker that runs until `amqpfuzz broker stop`."""
     broker = BROKERS[kind](port, tls=tls)
+    broker.family = family_of(protocol) if protocol is not None else None
     try:
         broker.start()
     except BaseException:

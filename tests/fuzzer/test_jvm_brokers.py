@@ -300,6 +300,26 @@ def test_a_jvm_broker_missing_from_the_cache_is_one_line_and_status_2(tmp_path: 
     assert not list((tmp_path / "tmp").iterdir())
 
 
+def test_a_broker_started_for_1_0_serves_a_link_to_a_node_it_did_not_have(tmp_path: Path) -> None:
+    """``broker start qpid-broker-j --protocol 1.0``: configured as a 1.0 run's throwaway is
+    (Broker-J creates the node a link names), so a 1.0 reproducer replays on it as found."""
+    env = {**os.environ, "AMQPFUZZ_STATE": str(tmp_path)}
+    done = amqpfuzz("broker", "start", "qpid-broker-j", "--protocol", "1.0", env=env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    try:
+        url = done.stdout.split()[1]
+        connection = BlockingConnection(url.rsplit("/", 1)[0], timeout=20)
+        try:
+            address = f"amqpfuzz-node-{os.getpid()}"
+            connection.create_sender(address).send(Message(body="kept"))
+            assert connection.create_receiver(address).receive(timeout=20).body == "kept"
+        finally:
+            connection.close()
+    finally:
+        stopped = amqpfuzz("broker", "stop", "--all", env=env)
+        assert stopped.returncode == 0, stopped.stderr
+
+
 def test_broker_install_only_checks_what_is_there() -> None:
     done = amqpfuzz("broker", "install")
     assert done.returncode == 0, done.stderr
