@@ -80,6 +80,8 @@ class Deviation:
     ) -> bool:
         if self.signature is not None:
             return signature is not None and fnmatch.fnmatchcase(signature, self.signature)
+        if signature is not None and signature.startswith("liveness:"):
+            return False  # a crash stays a failure: a rule's or an operator's entry is no excuse
         if self.rule is not None:
             same = self.protocol is None or protocol is None or protocol == self.protocol
             return rule is not None and fnmatch.fnmatchcase(rule, self.rule) and same
@@ -139,10 +141,11 @@ def load_profile(path: Path | str, extending: tuple[str, ...] = ()) -> Profile:
     except tomllib.TOMLDecodeError as exc:
         raise ProfileError(f"{path}: not TOML: {exc}") from None
     try:
+        entries = data.get("deviation", [])
+        if not isinstance(entries, list):
+            raise ProfileError(f"{path}: deviations are [[deviation]] tables")
         deviations = tuple(
-            found
-            for i, entry in enumerate(data.get("deviation", []))
-            for found in _deviations(path, i, entry)
+            found for i, entry in enumerate(entries) for found in _deviations(path, i, entry)
         )
         family = str(data.get("family", "amqp091"))
         traffic: Mapping[str, Any] = _traffic(path, data.get("traffic", {}))
@@ -230,11 +233,15 @@ def _traffic(path: Path, data: object) -> dict[str, Any]:
 def _deviations(path: Path, index: int, data: dict[str, object]) -> list[Deviation]:
     """An entry's deviations: one, or (``signatures``: the failures one cause gives, each
     named in full) one per signature, with the entry's reason."""
+    if not isinstance(data, dict):
+        raise ProfileError(f"{path}: deviation {index + 1} is not a table ([[deviation]])")
     if "signatures" not in data:
         return [_deviation(path, index, data)]
     listed = data["signatures"]
     if not isinstance(listed, list) or not listed or not all(isinstance(s, str) for s in listed):
-        raise ProfileError(f"{path}: deviation {index + 1}: signatures is a list of signatures")
+        raise ProfileError(
+            f"{path}: deviation {index + 1}: signatures is a non-empty list of signatures"
+        )
     rest = {k: v for k, v in data.items() if k != "signatures"}
     if "signature" in rest:
         raise ProfileError(f"{path}: deviation {index + 1} has both signature and signatures")

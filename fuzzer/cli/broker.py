@@ -7,7 +7,7 @@ import click
 
 from amqpfuzz.spec import PROTOCOLS, family_of
 
-from ..brokers import BROKERS
+from ..brokers import BROKERS, refuses
 from ..brokers.detached import detach, detached, stop_detached
 from ..brokers.jvm import cache_directory, distributions, install
 from .console import BadInput
@@ -44,6 +44,9 @@ def broker_install() -> None:
 )
 def broker_start(kind: str, port: int | None, tls: bool, protocol: str | None) -> None:
     """Start a throwaway broker that runs until `amqpfuzz broker stop`."""
+    refused = refuses(kind, protocol) if protocol is not None else None
+    if refused is not None:
+        raise BadInput(refused)
     broker = BROKERS[kind](port, tls=tls)
     broker.family = family_of(protocol) if protocol is not None else None
     try:

@@ -102,6 +102,8 @@ def replay_command(
     click.echo(f"observed: {result.observed}")
     if result.reproduced:
         click.echo(f"still failing: {result.signature}")
+        if result.now != result.signature:  # (a hang that left the whole broker unanswering)
+            click.echo(f"worse now: {result.now}")
         sys.exit(1)
     if result.now is not None:
         click.echo(f"a different failure now: {result.now}")

@@ -133,15 +133,18 @@ class Judging:
         for run, result in alone:
             if renew is not None:
                 renew(run)
-            self._ahead[id(result)] = self._replay(run, result)
+            self._ahead[id(result)] = self._replay(run, result, alone=True)
 
     def _wanted(self, key: tuple[str, str]) -> bool:
         """Whether a case of ``key`` is replayed: a new signature's always; a flaky one's
         while the run's time lasts."""
         return self.decisions.wanted(key, again=time.monotonic() <= self.until())
 
-    def _replay(self, run: TargetRun, result: Result) -> tuple[str, Path, Confirmation]:
-        """One failure's reproducer written, and replayed from that file ``confirm`` times."""
+    def _replay(
+        self, run: TargetRun, result: Result, alone: bool = False
+    ) -> tuple[str, Path, Confirmation]:
+        """One failure's reproducer written, and replayed from that file ``confirm`` times
+        (``alone``: on its broker restarted, no other signature's replays beside it)."""
         record_id = new_record_id()
         path = self._write(run, result, record_id, {})
         data = load_reproducer(path)
@@ -149,7 +152,8 @@ class Judging:
 
         def again() -> Replay:  # (what it declares: deleted with the run's names)
             self._reachable(run)
-            return replay(data, run.target, timeout=self.config.timeout, created=created)
+            done = replay(data, run.target, timeout=self.config.timeout, created=created)
+            return replace(done, alone=alone)
 
         # a hang's replays run side by side (one timeout, not one each), but not a case's that
         # names what it creates: they would meet each other's (a queue locked to another

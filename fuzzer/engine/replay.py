@@ -159,16 +159,20 @@ class Replay:
     now: str | None
     expected: str
     observed: str
+    # replayed with nothing else at the broker (the command a user runs; a campaign's hang
+    # replayed on its throwaway broker restarted): only then is a broker found down its doing
+    alone: bool = True
 
     @property
     def reproduced(self) -> bool:
-        """The same failure (by signature) happened again; or a hang, replayed, left the
+        """The same failure (by signature) happened again; or a hang, replayed alone, left the
         whole broker unanswering (the same case's liveness failure: the hang, worse; which of
         the two a replay sees depends on whether the probe after it meets the stuck part)."""
         if self.now == self.signature:
             return True
         return (
-            self.signature.startswith("hang:")
+            self.alone
+            and self.signature.startswith("hang:")
             and self.now is not None
             and self.now.startswith("liveness:")
             and self.now.endswith("->broker-down")

@@ -304,6 +304,8 @@ def test_a_broker_started_for_1_0_serves_a_link_to_a_node_it_did_not_have(tmp_pa
     """``broker start qpid-broker-j --protocol 1.0``: configured as a 1.0 run's throwaway is
     (Broker-J creates the node a link names), so a 1.0 reproducer replays on it as found."""
     env = {**os.environ, "AMQPFUZZ_STATE": str(tmp_path)}
+    refused = amqpfuzz("broker", "start", "artemis", "--protocol", "0-9-1", env=env)
+    assert refused.returncode == 2 and "does not serve AMQP 0-9-1" in refused.stderr
     done = amqpfuzz("broker", "start", "qpid-broker-j", "--protocol", "1.0", env=env)
     assert done.returncode == 0, done.stdout + done.stderr
     try:

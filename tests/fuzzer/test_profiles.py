@@ -3,6 +3,7 @@ extends another, wildcard rules, a notice; and every bundled profile loads."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -115,9 +116,36 @@ def test_one_cause_may_name_the_several_failures_it_gives(tmp_path: Path) -> Non
     ]
     assert profile.deviation("a:-:op:x->w") is None
     for bad, says in (
-        ("signatures = []", "signatures is a list of signatures"),
+        ("signatures = []", "signatures is a non-empty list of signatures"),
         ('signatures = ["a"]\nsignature = "b"', "both signature and signatures"),
+        ('signatures = ["a"]\nrule = "b"', "exactly one of signature"),
     ):
         _write(tmp_path, "bad", f'product = "X"\n[[deviation]]\n{bad}\nreason = "r"\n')
         with pytest.raises(ProfileError, match=says):
             load_profile(tmp_path / "bad.toml")
+
+
+def test_a_rule_entry_does_not_excuse_a_crash() -> None:
+    """Broker-J's 0-8 entry for basic.consume (every case of it drops the connection) covers its
+    failures, but not the broker going down on one: a crash stays a failure."""
+    profile = find_profile(None, "Apache Qpid Broker-J Core", "10.1.0", "0-8")
+    assert profile is not None
+    dropped = "reaction:-:before-open:connection-close/504->socket-close"
+    assert profile.deviation(dropped, "basic.consume", "before-open", "0-8") is not None
+    crash = "liveness:-:before-open:connection-close/504->broker-down"
+    assert profile.deviation(crash, "basic.consume", "before-open", "0-8") is None
+
+
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        ('[deviation]\nsignature = "a"\nreason = "r"\n', "are [[deviation]] tables"),
+        ("deviation = [1]\n", "is not a table"),
+    ],
+)
+def test_a_deviation_that_is_not_a_table_is_one_clear_error(
+    tmp_path: Path, text: str, says: str
+) -> None:
+    path = _write(tmp_path, "mine", f'product = "X"\n{text}')
+    with pytest.raises(ProfileError, match=re.escape(says)):
+        load_profile(path)
