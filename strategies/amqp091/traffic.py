@@ -138,19 +138,17 @@ class Walk(Model):
             self.replies = [p for p in self.replies if p.queue != owner]
             return
         mine = self.consumers
-        if self._apart(method):
-            # only one started with no-wait, which the broker answers with nothing that could
-            # arrive after the cancel; if there is none, a tag it never started
+        apart = self._apart(method)
+        if apart:  # only one started with no-wait, which the broker answers with nothing that
+            # could arrive after the cancel
             mine = [t for t in self.consumers if t in self.unanswered]
-            if not mine:
-                self.send(method, {"consumer-tag": self.name("c")})
-                return
+        consume = self.ctx.spec.method("basic.consume")
+        if not mine and (apart or not self.traffic.implements(consume)):
+            # none it may cancel, and none it may start first: a tag it never started
+            self.send(method, {"consumer-tag": self.name("c")})
+            return
         tag = self.pick(mine)
         if tag is None:
-            consume = self.ctx.spec.method("basic.consume")
-            if consume not in self.ctx.traffic_methods:  # its profile leaves consume out
-                self.send(method, {"consumer-tag": self.name("c")})  # a tag never started
-                return
             self.consume(consume)
             tag = self.consumers[-1]
         self.send(method, {"consumer-tag": tag})
