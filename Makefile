@@ -9,12 +9,13 @@ BIN := $(VENV)/bin
 # (the report's screenshot), openssl (the TLS broker's certificates), tshark (Wireshark's decoder
 # of captured AMQP frames, with text2pcap) and a C compiler with Python's headers (pip builds
 # python-qpid-proton from its source), and the Qpid Proton example broker (an AMQP 1.0 peer);
-# the client libraries the client campaigns fuzz and what builds or runs their shims: rabbitmq-c,
-# Go with amqp091-go (GOPATH mode), PHP with php-amqplib, Ruby with Bunny, and the AMQP 1.0
-# uamqp (its C core under the system's Python); Node is the machine's, python-qpid-proton pip's.
+# the client libraries the client campaigns fuzz from Debian and what builds or runs their shims:
+# rabbitmq-c, PHP with php-amqplib, Ruby with Bunny, and the AMQP 1.0 uamqp (its C core under the
+# system's Python); Go, Rust, Node and the JDK are the machine's toolchains, and the other
+# libraries come from their own registries (`amqpfuzz client build`: fuzzer/clients/builds.py).
 # Maven fetches the JVM brokers (Qpid Broker-J, ActiveMQ Artemis) and JaCoCo from Maven Central.
 DEBS := rabbitmq-server garagemq openjdk-17-jre-headless openjdk-17-jdk-headless maven chromium openssl tshark gcc python3-dev \
-  libqpid-proton11-dev-examples librabbitmq-dev golang-go golang-github-rabbitmq-amqp091-go-dev \
+  libqpid-proton11-dev-examples librabbitmq-dev \
   php-cli php-amqplib ruby ruby-bunny python3-uamqp
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 STAMP := $(VENV)/.installed

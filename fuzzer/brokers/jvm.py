@@ -23,6 +23,7 @@ from pathlib import Path
 
 from lxml import etree
 
+from ..cache import cache_root
 from ..coverage import Probe
 from ..coverage.jvm import JacocoCoverage, agent_option
 from ..coverage.plans import plans_of
@@ -47,8 +48,7 @@ HEAP = "-Xmx512m"  # a fuzzing target with short queues: 512 MiB leaves room for
 
 def cache_directory() -> Path:
     """Where the JVM peers are unpacked: shared by every checkout of the machine."""
-    base = os.environ.get("AMQPFUZZ_CACHE") or Path.home() / ".cache" / "amqpfuzz"
-    return Path(base) / "jvm"
+    return cache_root() / "jvm"
 
 
 @cache

@@ -14,16 +14,26 @@ import sys
 from typing import Any
 
 import click
+from rich.table import Table
 
 from amqpfuzz.spec import DEFAULT_PROTOCOL, family_of
 
 from ..brokers import BROKERS, parse_target, throwaway
 from ..clients.campaign import replay_client
-from ..clients.shims import SHIMS
+from ..clients.history import (
+    EVERY,
+    Step,
+    first_change,
+    history,
+    parse_range,
+    replay_at,
+    versions_between,
+)
+from ..clients.shims import SHIMS, shim
 from ..clients.targets import client_targets
 from ..engine.replay import replay
 from ..records import describe, load_reproducer
-from .console import BadInput
+from .console import BadInput, make_console
 from .run import preflight
 
 __all__ = ["replay_command"]
@@ -51,8 +61,10 @@ __all__ = ["replay_command"]
 )
 @click.option(
     "--client",
-    metavar="NAME",
-    help="A client reproducer: serve it to this bundled client (default: the one it failed).",
+    metavar="NAME[@VERSION]",
+    help="A client reproducer: serve it to this bundled client, at a version its registry "
+    "published (default: the one it failed); NAME@FIRST..LAST: to every published version in "
+    "that range, as a table, with the first version where the verdict changes.",
 )
 @click.option("--client-command", metavar="CMD", help="A client reproducer: serve it to this shim.")
 def replay_command(
@@ -117,7 +129,9 @@ def _replay_client(
 ) -> int:
     if name is not None and command is not None:
         raise BadInput("give --client or --client-command, not both")
-    if command is None and name is None and data["client"] not in SHIMS:
+    if name is not None and ".." in name:
+        return _history(data, name, timeout)
+    if command is None and name is None and str(data["client"]).partition("@")[0] not in SHIMS:
         command = shlex.join(data.get("command") or [])  # anyone's shim, as the campaign ran it
     names = (name or data["client"],) if command is None else ()
     (client,) = client_targets(
@@ -134,3 +148,40 @@ def _replay_client(
         return 1
     click.echo(f"fixed: {client.name} now reacts as the specification requires")
     return 0
+
+
+def _history(data: dict[str, Any], spec: str, timeout: float) -> int:
+    """The reproducer on each published version of a range: a table, and the first version
+    where the verdict changes. Exit 1 if the range's newest version still fails, else 0."""
+    name, low, high = parse_range(spec)
+    if data.get("protocol") and shim(name).protocol != str(data["protocol"]):
+        client_targets((name,), (), str(data["protocol"]))  # one line: it speaks another
+    versions = versions_between(name, low, high)
+    how = "each" if len(versions) <= EVERY else "a binary search of"
+    click.echo(f"replaying on {how} {len(versions)} versions of {name} from {low} to {high}")
+    console = make_console()
+
+    def replay(version: str) -> Step:
+        step = replay_at(data, name, version, timeout)
+        console.print(f"  {name}@{version}: {step.verdict}", highlight=False)
+        return step
+
+    steps = history(versions, replay)
+    click.echo(f"{data.get('signature')} on {name}:")
+    table = Table()
+    for column in ("version", "verdict", "what it did"):
+        table.add_column(column, overflow="fold")
+    for step in steps:
+        said = step.observed if step.verdict != "other" else f"{step.signature}: {step.observed}"
+        table.add_row(step.version, step.verdict, said[:200])
+    console.print(table)
+    change = first_change(steps)
+    if change is None:
+        click.echo(f"no change from {steps[0].version} to {steps[-1].version}")
+    else:
+        before = next(s for s in steps if s.verdict != "unbuildable")
+        click.echo(
+            f"first version where it changes: {change.version} "
+            f"({before.verdict} -> {change.verdict})"
+        )
+    return 1 if steps[-1].verdict in ("failing", "other") else 0

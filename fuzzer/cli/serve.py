@@ -72,7 +72,7 @@ def serve_clients(
             shards=shards, console=console,
         )  # fmt: skip
     console.print(
-        f"amqpfuzz: client campaign, seed {settings.seed}, {settings.duration:g} s per client: {', '.join(c.name for c in clients)}"
+        f"amqpfuzz: client campaign, seed {settings.seed}, {settings.duration:g} s per client: {', '.join(c.label for c in clients)}"
     )
     seen: set[str] = set()
 
@@ -117,7 +117,7 @@ def summary(outcomes: Differential) -> list[Table]:
     for o in outcomes:
         rate = o.cases / o.elapsed if o.elapsed else 0.0
         rows.add_row(
-            o.client.name,
+            o.client.label,
             o.client.version or "-",
             str(o.cases),
             f"{rate:.1f}",
@@ -128,12 +128,12 @@ def summary(outcomes: Differential) -> list[Table]:
             str(o.restarts),
         )
         for signature, count in o.failures.items():
-            replay = replay_command(o.reproducers[signature], "--client", o.client.name)
+            replay = replay_command(o.reproducers[signature], "--client", o.client.label)
             failures.add_row(signature, str(count), o.messages[signature][:200], replay)
         for signature, count in o.flaky.items():
             confirmation = o.confirmations.get(signature, {})
             saw = "; ".join(dict.fromkeys(str(s) for s in confirmation.get("replays", ())))
-            replay = replay_command(o.reproducers[signature], "--client", o.client.name)
+            replay = replay_command(o.reproducers[signature], "--client", o.client.label)
             flaky.add_row(
                 signature, str(count), str(confirmation.get("rate", "?")), saw,
                 o.messages[signature][:200], replay,

@@ -91,8 +91,10 @@ def run_spark_clients(
     merged: dict[str, Outcome] = {}
     for found in result.summaries:
         outcome = outcome_of(found, f"{base}/reproducers")
-        merged[outcome.client.name] = (
-            merged[outcome.client.name].merge(outcome) if outcome.client.name in merged else outcome
+        merged[outcome.client.label] = (
+            merged[outcome.client.label].merge(outcome)
+            if outcome.client.label in merged
+            else outcome
         )
     outcomes = Differential(list(merged.values()))
     for table in client_summary(outcomes):

@@ -57,6 +57,11 @@ __all__ = [
 
 DEVIATIONS = Path(__file__).parent / "deviations"  # a profile per bundled client, by its name
 MEMORY_BOUND = 1 << 30  # a shim growing by more than this on one case is a resource failure
+# a client whose first valid scripts all fail, or most of many, does not work as a client at
+# all (a shim that does not fit its library, a library that cannot talk to any broker): the
+# campaign stops, as for a broker it cannot reach, rather than report its every case
+FIRST_VALID = 3
+MOST_VALID = (10, 0.5)  # at least this many valid scripts, more than this share failed
 CONNECT_GRACE = 15.0  # how long a (re)started shim may take to connect
 SHRINKING = threading.Lock()
 
@@ -152,7 +157,7 @@ def play_one(
         died = shim.died(wait=0.5)
         if died is not None and not shim.connections:
             raise ClientError(
-                f"the client {client.name} ends before it connects (status {died.status}): "
+                f"the client {client.label} ends before it connects (status {died.status}): "
                 f"{died.last or 'it said nothing'}"
             )
         ex = Exchange(ended="timeout")
@@ -236,7 +241,7 @@ def run_clients(
             served = [
                 f.result() for f in [pool.submit(x.serve, script, settings, build) for x in lanes]
             ]
-            judged = {x.outcome.client.name: j for x, (j, _) in zip(lanes, served, strict=True)}
+            judged = {x.outcome.client.label: j for x, (j, _) in zip(lanes, served, strict=True)}
             for lane, before, (one, verdict) in zip(lanes, shrinking, served, strict=True):
                 if on_case is not None:
                     on_case(lane.outcome.client, one, verdict)
@@ -324,6 +329,8 @@ class Lane:
     target: dict[str, Any]
     profile: Profile | None
     refreshed: int = 0  # restarts that were not the shim's doing
+    valid: int = 0  # valid scripts served
+    valid_failed: Counter[str] = field(default_factory=Counter)  # and their failures' signatures
     # what the replays decided of each failure signature (its confirmation), by signature
     decisions: Decisions = field(default_factory=lambda: Decisions(3))
 
@@ -355,7 +362,7 @@ class Lane:
         try:
             shim = ShimProcess(client.argv(peer.url))
             try:
-                named = f"{worker or worker_name()}-{client.name}"
+                named = f"{worker or worker_name()}-{client.label}"
                 with RecordWriter(settings.out, run_id, named) as writer:
                     target = client.as_target(peer.url, settings.protocol)
                     profile = client_profile(client.name, settings.profile)
@@ -418,7 +425,40 @@ class Lane:
                 **verdict.known(),
             )
         )
+        self._works(script, judged)
         return judged, verdict
+
+    def _works(self, script: ServerScript, judged: Judged) -> None:
+        """Counts a valid script's verdict; one line (a :class:`ClientError`) once the valid
+        scripts say the client does not work as a client at all."""
+        if script.operator is not None:
+            return
+        self.valid += 1
+        known = self.profile is not None and self.profile.deviation(judged.signature) is not None
+        if judged.failed and not known:
+            self.valid_failed[judged.signature] += 1
+        failed = sum(self.valid_failed.values())
+        first = self.valid == FIRST_VALID and failed == FIRST_VALID
+        most = self.valid >= MOST_VALID[0] and failed > MOST_VALID[1] * self.valid
+        if not (first or most):
+            return
+        # the shim's own code failing says the most: named first, if it failed at all
+        own = Counter({s: n for s, n in self.valid_failed.items() if " in shim " in s})
+        (signature, _), *_ = (own or self.valid_failed).most_common(1)
+        whose = (
+            "in the shim's own code: it is broken or does not fit this version of the library"
+            if own
+            else "the library fails them"
+        )
+        how = (
+            f"its first {failed} valid scripts all failed"
+            if first
+            else f"{failed} of its {self.valid} valid scripts failed"
+        )
+        raise ClientError(
+            f"client {self.outcome.client.label} does not work as a client at all: {how} "
+            f"({signature}; {whose}); records so far in {self.writer.directory}"
+        )
 
     def _confirmed(
         self,
@@ -518,7 +558,7 @@ def _reproduce(
     body = {
         "kind": "client",
         "protocol": settings.protocol,
-        "client": client.name,
+        "client": client.label,
         "command": list(client.command),
         "signature": judged.signature,
         "oracle": judged.oracle,

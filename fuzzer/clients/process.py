@@ -28,11 +28,14 @@ from typing import Any
 
 from amqpfuzz.spec import AmqpfuzzError
 
+from .frames import frame_of
+
 __all__ = ["Died", "Hearing", "ShimError", "ShimProcess"]
 
 FINAL = ("closed", "error")  # the events that end a case
 _RUBY = re.compile(r"^\S+:\d+:in .*\(([A-Z][\w:]*)\)$")
 _PR_SET_PDEATHSIG = 1
+STDERR_KEPT = 400  # lines of a shim's stderr kept: a JVM's stack of a deep recursion is long
 
 
 def _die_with_parent() -> None:  # pragma: no cover - runs in the child
@@ -46,25 +49,37 @@ class ShimError(AmqpfuzzError):
 
 @dataclass(frozen=True)
 class Died:
-    """How a shim ended: its exit status (negative: the signal) and what it said last."""
+    """How a shim ended: its exit status (negative: the signal), what it said last and where
+    (:func:`frame_of`: the innermost frame of its stack that is not the runtime's)."""
 
     status: int
     last: str
+    where: str = ""
 
     @property
     def cause(self) -> str:
-        """A crash in a few stable words: the signal, or the exception or panic named."""
+        """A crash in a few stable words: the signal, or the exception or panic named, and the
+        frame it came from (``in shim <file>:<function>`` for the shim's own code)."""
         if self.status < 0:
             with contextlib.suppress(ValueError):
                 return signal.Signals(-self.status).name
             return f"signal {-self.status}"
-        if self.last.startswith("panic:"):
-            return self.last[:80]
+        return f"{self._named()} in {self.where}" if self.where else self._named()
+
+    def _named(self) -> str:
+        if self.last.startswith("panic:") or " panicked at " in self.last:
+            return self.last.split(" panicked at ")[0][:80]
         ruby = _RUBY.search(self.last)  # path:line:in `where': message (Class)
         if ruby is not None:
             return ruby.group(1)
         named = self.last.split(":", 1)[0].split(" [", 1)[0].split(" {", 1)[0]  # (Node's codes)
+        named = named.removeprefix("Exception in thread ").split('" ')[-1]  # (Java's thread)
         return named.strip()[:80] or f"exit {self.status}"
+
+    @property
+    def in_shim(self) -> bool:
+        """Whether it died in the shim's own code, not the library's."""
+        return self.where.startswith("shim ")
 
 
 class ShimProcess:
@@ -93,7 +108,7 @@ class ShimProcess:
         self.started += 1
         self.lines: queue.Queue[dict[str, Any] | None] = queue.Queue()
         self.said: dict[int, list[dict[str, Any]]] = {}  # by case, as they come (the last few)
-        self.stderr: deque[str] = deque(maxlen=40)
+        self.stderr: deque[str] = deque(maxlen=STDERR_KEPT)
         assert self.proc.stdout is not None and self.proc.stderr is not None
         threading.Thread(target=self._pump, args=(self.proc.stdout,), daemon=True).start()
         self._draining = threading.Thread(target=self._drain, args=(self.proc.stderr,), daemon=True)
@@ -163,7 +178,8 @@ class ShimProcess:
         if status is None:
             return None
         self._draining.join(timeout=0.5)  # its last lines (a child it left may hold the pipe)
-        return Died(status, _what_ended(list(self.stderr)))
+        said = list(self.stderr)
+        return Died(status, _what_ended(said), frame_of(said))
 
     def rss(self) -> int:
         """Resident memory of the shim's process group, in bytes (0 once it ended)."""
@@ -207,13 +223,20 @@ _NAMED = re.compile(r"^[\w.$]*(Error|Exception)\b[^(]*(:|\{|$)")
 
 
 def _what_ended(stderr: list[str]) -> str:
-    """The line of a shim's last words that says what ended it: a Go panic's first; else the
+    """The line of a shim's last words that says what ended it: a Go panic's first (a Rust
+    panic's message, as ``panic: ...``); else the
     last line that is not a frame of a stack (indented, as Python's, Ruby's and Node's are),
     which is Python's exception and Ruby's first line."""
     lines = [line for line in stderr if line.strip()]
     panic = next((line for line in lines if line.startswith("panic:")), None)
     if panic is not None:
         return panic
+    rust = next((i for i, line in enumerate(lines) if " panicked at " in line), None)
+    if rust is not None:  # thread 'x' panicked at path:line:column:\nmessage
+        said = lines[rust].split(" panicked at ", 1)[1]
+        if said.endswith(":") and rust + 1 < len(lines):
+            said = lines[rust + 1]
+        return f"panic: {said.strip()}"
     # (Ruby names the exception at the end of its message's first line; the message's other
     # lines follow it, unindented: amq-protocol's table errors print the data they read)
     ruby = [line for line in lines if _RUBY.search(line)]

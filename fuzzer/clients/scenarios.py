@@ -71,7 +71,7 @@ def play_client_scenarios(
     run_id = uuid.uuid4().hex[:12]
     target = client.as_target(peer.url, settings.protocol)
     try:
-        with RecordWriter(settings.out, run_id, f"{worker_name()}-{client.name}") as writer:
+        with RecordWriter(settings.out, run_id, f"{worker_name()}-{client.label}") as writer:
             for scenario in scenarios:
                 started = time.monotonic()
                 verdict = _play(scenario, client, peer, shim, settings, profile)

@@ -11,6 +11,7 @@ from typing import Any
 from amqpfuzz.spec import family_of
 
 from . import shims
+from .builds import build, parse_spec, wanted
 from .shims import ClientError
 
 __all__ = ["ClientTarget", "client_targets"]
@@ -27,6 +28,13 @@ class ClientTarget:
     version: str | None = None
     language: str = ""
     protocol: str | None = None  # what its shim speaks (None: anyone's shim, which says not)
+    at: str | None = None  # the library's version, asked for as name@version (None: pinned)
+
+    @property
+    def label(self) -> str:
+        """What records, reproducers and reports call it: ``name@version`` for a version asked
+        for (two versions of one library are two targets), else its name."""
+        return f"{self.name}@{self.at}" if self.at else self.name
 
     def argv(self, url: str) -> list[str]:
         if any("{url}" in part for part in self.command):
@@ -34,14 +42,21 @@ class ClientTarget:
         return [*self.command, url]
 
     @classmethod
-    def bundled(cls, name: str, *, once: bool = False) -> ClientTarget:
-        """A bundled client by name (its shim built; one line if it is unknown or not)."""
+    def bundled(cls, spec: str, *, once: bool = False) -> ClientTarget:
+        """A bundled client by name, or ``name@version``: that version fetched from its
+        registry and built on first use (one line if the name is unknown, the version not
+        published, or the pinned shim not built)."""
+        name = spec.partition("@")[0]
         if name not in shims.SHIMS:
             known = ", ".join(shims.SHIMS)
             raise ClientError(f"--client {name}: not a bundled client; they are {known}")
+        at = wanted(*parse_spec(spec))
+        if at is not None:
+            build([name], at=at)
         shim = shims.SHIMS[name]
-        command = tuple(shims.command(name, "{url}", once=once))
-        return cls(name, command, shim.library, shims.version(name), shim.language, shim.protocol)
+        command = tuple(shims.command(name, "{url}", once=once, at=at))
+        found = at or shims.version(name)
+        return cls(name, command, shim.library, found, shim.language, shim.protocol, at)
 
     def speaks(self, protocol: str) -> None:
         """Nothing if the client's shim speaks ``protocol`` (anyone's shim may); one line
@@ -63,7 +78,7 @@ class ClientTarget:
 
     def as_target(self, url: str, protocol: str) -> dict[str, Any]:
         return {
-            "label": self.name,
+            "label": self.label,
             "url": url,
             "product": self.library or self.name,
             "version": self.version,

@@ -91,14 +91,14 @@ def _summary(shard: ClientShard, outcome: Outcome) -> Row:
         "seed": shard.settings.seed,
         "targets": [
             {
-                "label": outcome.client.name,
+                "label": outcome.client.label,
                 "cases": outcome.cases,
                 "failures": sum(outcome.failures.values()),
                 "signatures": dict(outcome.failures),
             }
         ],
         "outcome": {
-            "client": outcome.client.name,
+            "client": outcome.client.label,
             "version": outcome.client.version,
             "cases": outcome.cases,
             "restarts": outcome.restarts,
@@ -118,7 +118,8 @@ def outcome_of(summary: dict[str, Any], reproducers: Path | str) -> Outcome:
     """A client shard's outcome again, from its summary row (its reproducers where the
     driver put them)."""
     found = summary["outcome"]
-    client = ClientTarget(found["client"], (), version=found["version"])
+    name, _, at = str(found["client"]).partition("@")
+    client = ClientTarget(name, (), version=found["version"], at=at or None)
     return Outcome(
         client,
         cases=found["cases"],

@@ -90,10 +90,10 @@ def client_items(parent: pytest.Collector, state: AmqpSession) -> list[pytest.It
     names = serving_of(protocol).operators(protocol)
     items: list[pytest.Item] = []
     for client in client_targets(state.options.clients, (), protocol):
-        under = group(parent, client.name)
+        under = group(parent, client.label)  # (two versions of one library: two groups)
         for operator in (None, *names):
             item = ClientItem.from_parent(
-                under, name=operator or "valid", client=client.name, operator=operator, state=state
+                under, name=operator or "valid", client=client.label, operator=operator, state=state
             )
             item.add_marker("amqp_client")
             items.append(item)

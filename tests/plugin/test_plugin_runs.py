@@ -417,7 +417,7 @@ def test_client_items_serve_scripts_to_a_real_client_serial_and_with_two_workers
             "*client pika tune-frame-max-small*",
             "pika failed a server script",
             "oracle:    crash: the shim died (1): ValueError: *",
-            "signature: crash:pika:tune-frame-max-small:socket-close->ValueError",
+            "signature: crash:pika:tune-frame-max-small:socket-close->ValueError in pika/*",
             "replay:    *amqpfuzz replay *client-*.json --client pika",
             "XFAIL amqpfuzz::client::pika::valid - pika's table decoder passes a float*",
             "XFAIL amqpfuzz::client::pika::reply-closed-channel - pika drops the socket on a server*",

@@ -46,9 +46,13 @@ and there are no other timeouts, as in 0-9-1. Each 1.0 shim's module says what i
 cannot show.
 
 The shims are this package's data (the Python ones are scripts run by path, never imported;
-the uamqp one runs under the system's Python, beside Debian's python3-uamqp); those in C, Go
-and Node are built into a build directory (:func:`build_root`), each rebuilt only when its
-sources changed (a stamp of their hash).
+the uamqp one runs under the system's Python, beside Debian's python3-uamqp). Each library comes
+from its registry (``clients.toml``'s ``version``: PyPI, npm, Maven Central, the Go module proxy,
+crates.io, or Debian's packages), at the version the project pins, or at any version it
+published on request (``name@version``): the shims in C, Go, Java, Rust and Node, and a Python
+library at another version, are built into a build directory (:func:`directory`), each rebuilt
+only when its sources changed (a stamp of their hash and the version), by
+:mod:`amqpfuzz.fuzzer.clients.builds`.
 """
 
 from __future__ import annotations
@@ -66,31 +70,33 @@ from pathlib import Path
 
 from amqpfuzz.spec import AmqpfuzzError
 
+from ...cache import cache_root
+
 __all__ = [
     "SHIMS",
     "SHIMS_DIR",
     "BuildFailed",
-    "Built",
     "ClientError",
     "ClientNotBuilt",
     "Shim",
     "ToolMissing",
     "UnknownClient",
-    "build",
     "build_root",
     "command",
+    "directory",
     "is_built",
+    "needs",
     "shim",
     "version",
+    "versions_root",
 ]
 
 # the shims' sources are this package's files (data: never imported), the registry beside it
 SHIMS_DIR = Path(__file__).resolve().parent
 REGISTRY = SHIMS_DIR.parent / "clients.toml"
-BUILDS = ("none", "c", "go", "npm")
+BUILDS = ("none", "c", "gomod", "npm", "maven", "cargo")
+REGISTRY_KINDS = ("python", "deb", "npm", "maven", "go", "crates")
 PROTOCOLS = ("0-9-1", "1.0")
-# Debian's Go libraries, read in GOPATH mode (no module proxy, no network)
-GOCODE = "/usr/share/gocode"
 STAMP = ".stamp"
 
 
@@ -121,21 +127,32 @@ class Shim:
     name: str
     language: str
     library: str
-    version_source: tuple[str, str]  # ("python" | "deb" | "npm", the package's name)
+    version_source: tuple[str, str]  # (its registry: REGISTRY_KINDS, the package's name there)
     debs: tuple[str, ...]
     tools: tuple[str, ...]
     build: str
     sources: tuple[str, ...]
     template: tuple[str, ...]
     protocol: str = "0-9-1"  # the AMQP version the library speaks
+    pinned: str | None = None  # the version `make setup` builds (else: what is installed)
 
     @property
     def paths(self) -> list[Path]:
         return [SHIMS_DIR / source for source in self.sources]
 
-    def stamp(self) -> str:
-        """The hash of what the shim is built from: its sources and its recipe."""
-        digest = hashlib.sha256(f"{self.build} {self.template}".encode())
+    @property
+    def registry(self) -> str:
+        return self.version_source[0]
+
+    @property
+    def package(self) -> str:
+        return self.version_source[1]
+
+    def stamp(self, version: str | None = None) -> str:
+        """The hash of what the shim is built from: its sources, its recipe and the library's
+        version (None: the pinned or installed one)."""
+        wanted = version or self.pinned or ""
+        digest = hashlib.sha256(f"{self.build} {self.template} {wanted}".encode())
         for source, path in zip(self.sources, self.paths, strict=True):
             digest.update(source.encode() + b"\0" + path.read_bytes() + b"\0")
         return digest.hexdigest()
@@ -145,7 +162,11 @@ def _load() -> dict[str, Shim]:
     data = tomllib.loads(REGISTRY.read_text(encoding="utf-8"))
     shims = {}
     for name, entry in data.items():
-        ((kind, package),) = entry["version"].items()
+        source = dict(entry["version"])
+        pinned = source.pop("pinned", None)
+        ((kind, package),) = source.items()
+        if kind not in REGISTRY_KINDS:
+            raise ClientError(f"{REGISTRY}: {name}: unknown registry {kind!r}")
         if entry["build"] not in BUILDS:
             raise ClientError(f"{REGISTRY}: {name}: unknown build {entry['build']!r}")
         protocol = entry.get("protocol", "0-9-1")
@@ -162,6 +183,7 @@ def _load() -> dict[str, Shim]:
             sources=tuple(entry["sources"]),
             template=tuple(entry["command"]),
             protocol=protocol,
+            pinned=pinned,
         )
     return shims
 
@@ -178,15 +200,25 @@ def shim(name: str) -> Shim:
 
 
 def build_root() -> Path:
-    """Where shims are built: ``$AMQPFUZZ_CLIENTS``, else ``<sys.prefix>/share/amqpfuzz/clients``."""
+    """Where shims are built at their pinned versions: ``$AMQPFUZZ_CLIENTS``, else
+    ``<sys.prefix>/share/amqpfuzz/clients``."""
     return Path(os.environ.get("AMQPFUZZ_CLIENTS") or Path(sys.prefix) / "share/amqpfuzz/clients")
 
 
-def _directory(name: str, into: Path | None) -> Path:
-    return (into or build_root()) / name
+def versions_root() -> Path:
+    """Where libraries asked for at another version are built: the machine's cache, shared by
+    its checkouts (``<cache>/clients/<name>@<version>``)."""
+    return cache_root() / "clients"
 
 
-def _needs(item: Shim) -> None:
+def directory(name: str, into: Path | None = None, at: str | None = None) -> Path:
+    """The client's build directory: for its pinned version (``at`` None), or for ``at``."""
+    if at is None:
+        return (into or build_root()) / name
+    return (into or versions_root()) / f"{name}@{at}"
+
+
+def needs(item: Shim) -> None:
     """Every tool the shim needs is on PATH, else :class:`ToolMissing` says what to install."""
     for tool in item.tools:
         if shutil.which(tool) is None:
@@ -196,13 +228,14 @@ def _needs(item: Shim) -> None:
             )
 
 
-def is_built(name: str, into: Path | None = None) -> bool | None:
-    """Whether the shim is built from its current sources; None when it needs no build."""
+def is_built(name: str, into: Path | None = None, at: str | None = None) -> bool | None:
+    """Whether the shim is built from its current sources (at version ``at``); None when it
+    needs no build."""
     item = shim(name)
-    if item.build == "none":
+    if item.build == "none" and at is None:
         return None
-    stamp = _directory(name, into) / STAMP
-    return stamp.is_file() and stamp.read_text() == item.stamp()
+    stamp = directory(name, into, at) / STAMP
+    return stamp.is_file() and stamp.read_text() == item.stamp(at)
 
 
 def command(
@@ -212,21 +245,23 @@ def command(
     once: bool = False,
     linger: float | None = None,
     into: Path | None = None,
+    at: str | None = None,
 ) -> list[str]:
-    """The command line that runs the shim against ``url``."""
+    """The command line that runs the shim against ``url`` (its library at version ``at``:
+    built by ``amqpfuzz client build NAME@VERSION``)."""
     item = shim(name)
-    _needs(item)
-    if is_built(name, into) is False:
+    needs(item)
+    built = directory(name, into, at)
+    if is_built(name, into, at) is False:
+        called = f"{name}@{at}" if at else name
         raise ClientNotBuilt(
-            f"client {name} is not built from its current sources in "
-            f"{_directory(name, into)}: run `amqpfuzz client build {name}`"
+            f"client {called} is not built from its current sources in {built}: "
+            f"run `amqpfuzz client build {called}`"
         )
-    places = {
-        "python": sys.executable,
-        "shims": str(SHIMS_DIR),
-        "build": str(_directory(name, into)),
-    }
+    places = {"python": sys.executable, "shims": str(SHIMS_DIR), "build": str(built)}
     argv = [part.format(**places) for part in item.template] + [url]
+    if item.build == "none" and at is not None:  # a Python library installed beside the shim
+        argv = ["env", f"PYTHONPATH={built}", *argv]
     if once:
         argv.append("--once")
     if linger is not None:
@@ -235,8 +270,10 @@ def command(
 
 
 def version(name: str, into: Path | None = None) -> str | None:
-    """The version of the client's library, or None when it is not installed."""
-    kind, package = shim(name).version_source
+    """The version of the client's library as built or installed for its pinned build, or None
+    when it is not installed."""
+    item = shim(name)
+    kind, package = item.version_source
     if kind == "python":
         try:
             return metadata.version(package)
@@ -253,91 +290,10 @@ def version(name: str, into: Path | None = None) -> str | None:
         )
         status, _, found = done.stdout.partition("|")
         return found if done.returncode == 0 and status.endswith(" installed") else None
-    manifest = _directory(name, into) / "node_modules" / package / "package.json"
+    if kind != "npm":
+        return item.pinned
+    manifest = directory(name, into) / "node_modules" / package / "package.json"
     if not manifest.is_file():
         return None
     found = json.loads(manifest.read_text(encoding="utf-8")).get("version")
     return found if isinstance(found, str) else None
-
-
-@dataclass(frozen=True, slots=True)
-class Built:
-    """What :func:`build` did for one client: ``built``, ``up to date`` or ``nothing to build``."""
-
-    name: str
-    outcome: str
-    directory: Path
-
-
-def build(names: list[str] | None = None, into: Path | None = None) -> list[Built]:
-    """Builds the named clients (all by default) that need it and whose sources changed."""
-    items = [shim(name) for name in names] if names else list(SHIMS.values())
-    done = []
-    for item in items:
-        directory = _directory(item.name, into)
-        if item.build == "none":
-            _needs(item)
-            done.append(Built(item.name, "nothing to build", directory))
-            continue
-        if is_built(item.name, into):
-            done.append(Built(item.name, "up to date", directory))
-            continue
-        _needs(item)
-        if missing := [deb for deb in item.debs if _missing_deb(deb)]:
-            raise ToolMissing(
-                f"client {item.name} needs the Debian packages {' '.join(missing)}: install them"
-            )
-        _build_one(item, directory)
-        (directory / STAMP).write_text(item.stamp())
-        done.append(Built(item.name, "built", directory))
-    return done
-
-
-def _missing_deb(package: str) -> bool:
-    """Whether a Debian package is known to be absent (not knowable off Debian: then False)."""
-    if shutil.which("dpkg-query") is None:
-        return False
-    done = subprocess.run(
-        ["dpkg-query", "-W", "-f=${Status}", package], capture_output=True, text=True, check=False
-    )
-    return not done.stdout.endswith(" installed")
-
-
-def _build_one(item: Shim, directory: Path) -> None:
-    directory.mkdir(parents=True, exist_ok=True)
-    (directory / STAMP).unlink(missing_ok=True)
-    env = dict(os.environ)
-    if item.build == "c":
-        steps = [["cc", "-O2", "-Wall", "-o", item.name, *map(str, item.paths), "-lrabbitmq"]]
-    elif item.build == "go":
-        source = directory / "src"
-        shutil.rmtree(source, ignore_errors=True)
-        source.mkdir()
-        for path in item.paths:
-            shutil.copy2(path, source / path.name)
-        env.update(
-            GO111MODULE="off",
-            GOPATH=f"{directory / 'gopath'}:{GOCODE}",
-            GOCACHE=str(directory / "go-cache"),
-            GOFLAGS="",
-            GOPROXY="off",
-        )
-        steps = [["go", "build", "-o", str(directory / item.name), "./src"]]
-    else:  # npm: the package and the shim side by side, node_modules beside them
-        for path in item.paths:
-            shutil.copy2(path, directory / path.name)
-        steps = [["npm", "install", "--no-audit", "--no-fund", "--prefix", str(directory)]]
-    log = directory / "build.log"
-    with log.open("w") as out:
-        for step in steps:
-            done = subprocess.run(
-                step, cwd=directory, env=env, stdout=out, stderr=subprocess.STDOUT, check=False
-            )
-            if done.returncode != 0:
-                out.flush()
-                lines = [line for line in log.read_text().splitlines() if line.strip()]
-                last = lines[-1] if lines else "no output"
-                raise BuildFailed(
-                    f"building client {item.name} failed ({step[0]} exit {done.returncode}): "
-                    f"{last} (the whole log: {log})"
-                )

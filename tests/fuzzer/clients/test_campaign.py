@@ -173,7 +173,9 @@ def test_a_shim_that_dies_is_a_crash_and_is_started_again(tmp_path: Path) -> Non
     (outcome,) = run_clients([shim], settings)
     assert outcome.cases == 2
     assert outcome.restarts >= 2
-    assert list(outcome.failures) == ["crash:crashing:valid:reply->KeyError"]
+    assert list(outcome.failures) == [
+        "crash:crashing:valid:reply->KeyError in shim crashing.py:<module>"
+    ]
 
 
 def test_a_crash_reproducer_served_to_a_sound_client_is_fixed(tmp_path: Path) -> None:

@@ -19,7 +19,7 @@ from click.testing import CliRunner
 
 from amqpfuzz.fuzzer.brokers import Broker
 from amqpfuzz.fuzzer.cli import cli
-from amqpfuzz.fuzzer.clients import shims
+from amqpfuzz.fuzzer.clients import builds, shims
 from amqpfuzz.fuzzer.clients.shims import SHIMS, SHIMS_DIR
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -117,7 +117,7 @@ def _events(out: str) -> list[dict[str, Any]]:
 def test_the_shim_runs_one_case_of_the_contract(
     name: str, rabbitmq: Broker, queue_deleted: None
 ) -> None:
-    shims.build([name])
+    builds.build([name])
     url = f"amqp://guest:guest@127.0.0.1:{rabbitmq.port}/"
     started = time.monotonic()
     done = subprocess.run(

@@ -1,4 +1,4 @@
-"""The AMQP 1.0 client shims (python-qpid-proton, rhea, uamqp): the registry says they speak
+"""The AMQP 1.0 client shims (python-qpid-proton, rhea, uamqp, go-amqp): the registry says they speak
 1.0, each runs one case of the 1.0 shim contract against a real Qpid Proton broker (its own
 message comes back), and each ends a case cleanly when the peer closes the socket at once."""
 
@@ -15,10 +15,10 @@ from typing import Any
 import pytest
 
 from amqpfuzz.fuzzer.brokers import Broker, throwaway
-from amqpfuzz.fuzzer.clients import shims
+from amqpfuzz.fuzzer.clients import builds, shims
 from amqpfuzz.fuzzer.clients.shims import SHIMS
 
-CLIENTS = ("proton", "rhea", "uamqp")
+CLIENTS = ("proton", "rhea", "uamqp", "go-amqp")
 # what uamqp cannot show (its module says why): the begin answered
 NO_SESSION = {"uamqp"}
 
@@ -38,7 +38,7 @@ def proton_broker() -> Iterator[Broker]:
 
 
 def _run(name: str, url: str, linger: float = 1) -> tuple[list[dict[str, Any]], float]:
-    shims.build([name])
+    builds.build([name])
     started = time.monotonic()
     done = subprocess.run(
         shims.command(name, url, once=True, linger=linger),

@@ -1,7 +1,11 @@
-// The amqp091-go client shim: the shim contract in fuzzer/clients/shims.py.
+// The amqp091-go client shim: the 0-9-1 shim contract in fuzzer/clients/shims/__init__.py.
 //
-// Built in GOPATH mode against Debian's golang-github-rabbitmq-amqp091-go-dev. Errors the
-// library returns are clean outcomes; a panic is a crash (never recovered here).
+// Built in module mode (go.mod pins github.com/rabbitmq/amqp091-go from the Go module proxy;
+// the same source builds against 1.5.0, Debian's version, and later ones). Errors the library
+// returns are clean outcomes; a panic is a crash (never recovered here).
+// Heartbeats: the library cannot turn them off when the server proposes an interval; the URL
+// gets heartbeat=0 (unless it says otherwise) so that every version takes the server's
+// interval (from 1.10.0 on, a Config.Heartbeat of 0 means 10 s instead).
 // Header values: strings as they are, byte arrays "hex:...", decimals "<value>E-<scale>",
 // timestamps integer seconds, floats JSON cannot carry as strings.
 package main
@@ -174,8 +178,19 @@ func socketEnd(err error) bool {
 	return false
 }
 
+// withServerHeartbeat: the URL with heartbeat=0 (the server's interval), unless it names one.
+func withServerHeartbeat(url string) string {
+	if strings.Contains(url, "heartbeat=") {
+		return url
+	}
+	if strings.Contains(url, "?") {
+		return url + "&heartbeat=0"
+	}
+	return url + "?heartbeat=0"
+}
+
 func session(url string, linger time.Duration, conn **amqp.Connection, closes chan *amqp.Error) error {
-	c, err := amqp.DialConfig(url, amqp.Config{Heartbeat: 0, Dial: amqp.DefaultDial(10 * time.Second)})
+	c, err := amqp.DialConfig(withServerHeartbeat(url), amqp.Config{Heartbeat: 0, Dial: amqp.DefaultDial(10 * time.Second)})
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,160 @@
+"""Where a shim died: the innermost frame of the stack it printed that is not its runtime's
+(Python's, Node's, Go's, the JVM's, Rust's or Ruby's own library), named so that a crash in the
+shim's own code (``shim <file>:<function>``) is told apart from one in the library under test
+(``aiormq/connection.py:__reader``, ``github.com/rabbitmq/amqp091-go.(*reader).parseFrame``,
+``com.rabbitmq.client.impl.Frame.readFrom``, ``lapin/src/channel.rs``). No line numbers and no
+versions: the same crash in two versions of a library has one signature.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+from .shims import SHIMS_DIR
+
+__all__ = ["frame_of"]
+
+_PYTHON = re.compile(r'^\s*File "([^"]+)", line \d+, in (\S+)')
+_NODE = re.compile(r"^\s+at (?:(?:async )?(\S.*?) \()?(\S+?):\d+:\d+\)?$")
+_JAVA = re.compile(r"^\s+at (?:[\w.]+@?[\w.]*/)?([\w.$]+)\.([\w$<>]+)\(.*\)$")
+_GO_FUNC = re.compile(r"^(\S.*)\([^()]*\)$")
+_RUST_AT = re.compile(r" panicked at (.+?):\d+:\d+:?$")
+_RUST_SYMBOL = re.compile(r"^\s+\d+: (\S+)")
+_RUBY = re.compile(r"^\s*(?:from )?(/\S+?):\d+:in [`'](?:\S+[#.])?([^']+)'")
+_VERSIONED = re.compile(r"-\d+\.\d+\.\d+\S*$")  # a crate's folder: lapin-4.12.3
+_GEM = re.compile(r"^[\w-]+?-\d[\w.]*/")  # a gem's folder: bunny-2.19.0/
+_PYTHON_LIB = re.compile(r"/lib/python3(\.\d+)?/|<frozen ")  # Python's own modules
+_VERSION_BUILD = re.compile(r"/clients/[^/]+@[^/]+/")  # shims.versions_root()/<name>@<version>/
+_LIBRARIES = ("site-packages/", "dist-packages/")
+_JAVA_RUNTIME = ("java.", "javax.", "jdk.", "sun.", "com.sun.")
+_RUST_RUNTIME = ("std::", "core::", "alloc::", "rust_begin_unwind", "__rust", "<", "backtrace")
+
+
+def frame_of(stderr: Sequence[str]) -> str:
+    """The innermost frame of the stack on ``stderr`` that is not the runtime's, or ``""``."""
+    for reader in (_rust, _go, _java, _python, _node, _ruby):
+        found = reader(list(stderr))
+        if found:
+            return found
+    return ""
+
+
+def _python(lines: list[str]) -> str:
+    for line in reversed(lines):
+        found = _PYTHON.match(line)
+        if found is None:
+            continue
+        path, function = found.groups()
+        for marker in _LIBRARIES:
+            if marker in path:
+                return f"{path.rsplit(marker, 1)[1]}:{function}"
+        asked = _VERSION_BUILD.search(path)  # a library installed at a version asked for
+        if asked is not None:
+            return f"{path[asked.end() :]}:{function}"
+        if Path(path).is_relative_to(SHIMS_DIR) or not _PYTHON_LIB.search(path):
+            return f"shim {Path(path).name}:{function}"  # (the program's own, not Python's)
+    return ""
+
+
+def _node(lines: list[str]) -> str:
+    for line in lines:
+        found = _NODE.match(line)
+        if found is None:
+            continue
+        function, path = found.group(1) or "<anonymous>", found.group(2)
+        if path.startswith("node:"):
+            continue
+        if "node_modules/" in path:
+            return f"{path.rsplit('node_modules/', 1)[1]}:{function}"
+        return f"shim {Path(path).name}:{function}"
+    return ""
+
+
+def _go(lines: list[str]) -> str:
+    running = next((i for i, x in enumerate(lines) if re.match(r"^goroutine \d+ \[", x)), None)
+    if running is None:
+        return ""
+    for line in lines[running + 1 :]:
+        if not line.strip() or line.startswith("goroutine "):
+            break
+        found = _GO_FUNC.match(line)
+        if line.startswith("\t") or found is None:
+            continue
+        function = found.group(1)
+        if function.startswith("main."):
+            return f"shim main.go:{function.removeprefix('main.')}"
+        if "/" not in function or "." not in function.split("/")[0]:
+            continue  # the runtime's or the standard library's (no domain in its path)
+        return function
+    return ""
+
+
+def _blocks(lines: list[str]) -> Iterator[list[str]]:
+    """A JVM stack's blocks, the innermost cause's first."""
+    starts = [i for i, x in enumerate(lines) if x.startswith("Caused by:")]
+    edges = [0, *starts, len(lines)]
+    blocks = [lines[a:b] for a, b in itertools.pairwise(edges)]
+    return reversed(blocks)
+
+
+def _java(lines: list[str]) -> str:
+    if not any(_JAVA.match(x) for x in lines):
+        return ""
+    for block in _blocks(lines):
+        for line in block:
+            found = _JAVA.match(line)
+            if found is None:
+                continue
+            owner, method = found.groups()
+            if owner.startswith(_JAVA_RUNTIME):
+                continue
+            if "." not in owner:  # the shims' classes are in no package
+                return f"shim {owner}.java:{method}"
+            return f"{owner}.{method}"
+    return ""
+
+
+def _crate(path: str) -> str | None:
+    """A path in Cargo's registry as ``crate/src/file.rs`` (its version left out)."""
+    if "/registry/src/" not in path:
+        return None
+    inside = path.split("/registry/src/", 1)[1].split("/", 1)[1]  # past index.crates.io-<hash>
+    crate, _, rest = inside.partition("/")
+    return f"{_VERSIONED.sub('', crate)}/{rest}"
+
+
+def _rust(lines: list[str]) -> str:
+    at = next((m.group(1) for x in lines if (m := _RUST_AT.search(x))), None)
+    if at is None:
+        return ""
+    crate = _crate(at)
+    if crate is not None:
+        return crate
+    if "/rustc/" not in at and "/library/" not in at:
+        return f"shim {Path(at).name}"
+    for line in lines:  # a panic in the standard library: the first frame outside it
+        found = _RUST_SYMBOL.match(line)
+        if found is None or found.group(1).startswith(_RUST_RUNTIME):
+            continue
+        symbol = found.group(1)
+        if symbol.startswith("amqpfuzz_shim_"):
+            return f"shim main.rs:{symbol.split('::', 1)[-1]}"
+        return re.sub(r"::h[0-9a-f]{16}$", "", symbol)
+    return ""
+
+
+def _ruby(lines: list[str]) -> str:
+    for line in lines:
+        found = _RUBY.match(line)
+        if found is None:
+            continue
+        path, function = found.groups()
+        if "/gems/" in path or "vendor_ruby/" in path:
+            tail = path.split("/gems/")[-1].split("vendor_ruby/")[-1]
+            return f"{_GEM.sub('', tail)}:{function}"
+        if "/lib/ruby/" not in path:
+            return f"shim {Path(path).name}:{function}"
+    return ""
