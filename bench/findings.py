@@ -44,12 +44,19 @@ def curve(
     seed: int, seconds: float, points: Sequence[float], *flags: str
 ) -> list[dict[str, float]]:
     """One campaign's figures at each point."""
+    broker = ("--broker", "garagemq", "--profile", "none", "--seed", str(seed), *flags)
+    return campaign(broker, seconds, points)
+
+
+def campaign(
+    args: Sequence[str], seconds: float, points: Sequence[float]
+) -> list[dict[str, float]]:
+    """``amqpfuzz run ARGS`` for ``seconds`` (failures as found, not shrunk): its figures at
+    each point."""
     with tempfile.TemporaryDirectory(prefix="amqpfuzz-findings-") as out:
         done = subprocess.run(
-            [*AMQPFUZZ, "run", "--broker", "garagemq", "--profile", "none",
-             "--duration", f"{seconds:g}", "--seed", str(seed), "--no-shrink", "--out", out,
-             *flags],
-            capture_output=True, text=True, timeout=seconds + 300, check=False,
+            [*AMQPFUZZ, "run", *args, "--duration", f"{seconds:g}", "--no-shrink", "--out", out],
+            capture_output=True, text=True, timeout=seconds + 600, check=False,
             env={**os.environ, "COLUMNS": "200"},
         )  # fmt: skip
         if done.returncode not in (0, 1):
@@ -59,6 +66,14 @@ def curve(
         ]
     if not records:
         raise SystemExit("findings: the campaign wrote no records")
+    return over_time(records, points)
+
+
+def over_time(
+    records: Sequence[dict[str, object]], points: Sequence[float]
+) -> list[dict[str, float]]:
+    """What a campaign's records had found at each point (seconds from the first record):
+    distinct failure signatures, crashes among them, flaky signatures apart, records."""
     times = [dt.datetime.fromisoformat(str(r["ts"])) for r in records]
     start = min(times)
     first: dict[str, float] = {}
@@ -72,11 +87,12 @@ def curve(
             kept.setdefault(str(failure["signature"]), float(found))  # type: ignore[arg-type]
     flaky = {s: t for s, t in flaky.items() if s not in first}  # (confirmed later: a failure)
     elapsed = [(at - start).total_seconds() for at in times]
+    crashes = ("liveness:", "crash:")
     return [
         {
             "at_s": point,
             "signatures": sum(1 for t in first.values() if t <= point),
-            "crashes": sum(1 for s, t in first.items() if t <= point and s.startswith("liveness:")),
+            "crashes": sum(1 for s, t in first.items() if t <= point and s.startswith(crashes)),
             "flaky": sum(1 for t in flaky.values() if t <= point),
             "records": sum(1 for t in elapsed if t <= point),
         }

@@ -62,6 +62,17 @@ def test_strategies_bench_prints_generation_beside_round_trips() -> None:
         assert all(r["target"] == 1.0 and r["value"] > 0 for r in ratios)
 
 
+def test_findings_clients_bench_prints_both_versions_of_a_client() -> None:
+    lines = quick_run("findings_clients", timeout=300)
+    assert {(r["client"], r["version"]) for r in lines} == {
+        ("pika", "installed"),
+        ("pika", "1.3.2"),
+    }
+    assert all(r["bench"] == "findings_clients" and "error" not in r for r in lines)
+    assert {r["at_s"] for r in lines} == {5.0, 10.0}
+    assert all(r["records"] > 0 and r["signatures"] >= 0 for r in lines)
+
+
 def test_findings_bench_prints_signatures_over_time() -> None:
     lines = quick_run("findings", timeout=300)
     assert [r["at_s"] for r in lines] == [5.0, 10.0]

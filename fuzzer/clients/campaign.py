@@ -57,11 +57,11 @@ __all__ = [
 
 DEVIATIONS = Path(__file__).parent / "deviations"  # a profile per bundled client, by its name
 MEMORY_BOUND = 1 << 30  # a shim growing by more than this on one case is a resource failure
-# a client whose first valid scripts all fail, or most of many, does not work as a client at
+# a client whose first valid scripts all fail, or nearly all of many, does not work as a client at
 # all (a shim that does not fit its library, a library that cannot talk to any broker): the
 # campaign stops, as for a broker it cannot reach, rather than report its every case
-FIRST_VALID = 3
-MOST_VALID = (10, 0.5)  # at least this many valid scripts, more than this share failed
+FIRST_VALID = 5
+MOST_VALID = (10, 0.9)  # at least this many valid scripts, more than this share failed
 CONNECT_GRACE = 15.0  # how long a (re)started shim may take to connect
 SHRINKING = threading.Lock()
 

@@ -142,8 +142,9 @@ def judge(
         signature = f"{oracle}:{client}:{where}:{expected}->{_NUMBERS.sub('N', seen)}"
         return Judged(observed, oracle, signature, message, list(events))
 
-    if died is not None:
-        return failed("crash", died.cause, f"the shim died ({died.status}): {died.last}")
+    if died is not None:  # (out of memory: a resource failure, where the runtime says so)
+        oracle = "resource" if died.out_of_memory else "crash"
+        return failed(oracle, died.cause, f"the shim died ({died.status}): {died.last}")
     if grown > bound:
         return failed("resource", "memory", f"the shim grew by {grown >> 20} MiB on one case")
     if ex.ended == "timeout" or not final:

@@ -35,6 +35,9 @@ __all__ = ["Died", "Hearing", "ShimError", "ShimProcess"]
 FINAL = ("closed", "error")  # the events that end a case
 _RUBY = re.compile(r"^\S+:\d+:in .*\(([A-Z][\w:]*)\)$")
 _PR_SET_PDEATHSIG = 1
+_OUT_OF_MEMORY = re.compile(
+    r"OutOfMemoryError|out of memory|memory allocation of \d+ bytes failed|^MemoryError"
+)
 STDERR_KEPT = 400  # lines of a shim's stderr kept: a JVM's stack of a deep recursion is long
 
 
@@ -60,14 +63,14 @@ class Died:
     def cause(self) -> str:
         """A crash in a few stable words: the signal, or the exception or panic named, and the
         frame it came from (``in shim <file>:<function>`` for the shim's own code)."""
-        if self.status < 0:
+        if self.status < 0 and not self.out_of_memory:  # (Rust aborts on a failed allocation)
             with contextlib.suppress(ValueError):
                 return signal.Signals(-self.status).name
             return f"signal {-self.status}"
         return f"{self._named()} in {self.where}" if self.where else self._named()
 
     def _named(self) -> str:
-        if self.last.startswith("panic:") or " panicked at " in self.last:
+        if self.last.startswith(("panic:", "fatal error:")) or " panicked at " in self.last:
             return self.last.split(" panicked at ")[0][:80]
         ruby = _RUBY.search(self.last)  # path:line:in `where': message (Class)
         if ruby is not None:
@@ -75,6 +78,12 @@ class Died:
         named = self.last.split(":", 1)[0].split(" [", 1)[0].split(" {", 1)[0]  # (Node's codes)
         named = named.removeprefix("Exception in thread ").split('" ')[-1]  # (Java's thread)
         return named.strip()[:80] or f"exit {self.status}"
+
+    @property
+    def out_of_memory(self) -> bool:
+        """Whether its runtime said it ran out of memory (a JVM's OutOfMemoryError, Go's
+        "out of memory", a Rust allocation that failed, Python's MemoryError)."""
+        return _OUT_OF_MEMORY.search(self.last) is not None
 
     @property
     def in_shim(self) -> bool:
@@ -228,9 +237,12 @@ def _what_ended(stderr: list[str]) -> str:
     last line that is not a frame of a stack (indented, as Python's, Ruby's and Node's are),
     which is Python's exception and Ruby's first line."""
     lines = [line for line in stderr if line.strip()]
-    panic = next((line for line in lines if line.startswith("panic:")), None)
-    if panic is not None:
+    panic = next((line for line in lines if line.startswith(("panic:", "fatal error:"))), None)
+    if panic is not None:  # (Go: a panic, or the runtime's fatal error: a stack overflow, say)
         return panic
+    allocation = next((line for line in lines if _OUT_OF_MEMORY.search(line)), None)
+    if allocation is not None and "panicked at" not in allocation:  # (Rust's: no panic)
+        return allocation
     rust = next((i for i, line in enumerate(lines) if " panicked at " in line), None)
     if rust is not None:  # thread 'x' panicked at path:line:column:\nmessage
         said = lines[rust].split(" panicked at ", 1)[1]

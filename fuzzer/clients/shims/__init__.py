@@ -135,6 +135,7 @@ class Shim:
     template: tuple[str, ...]
     protocol: str = "0-9-1"  # the AMQP version the library speaks
     pinned: str | None = None  # the version `make setup` builds (else: what is installed)
+    older: str | None = None  # a version a year older or more the shim fits (the benchmarks')
 
     @property
     def paths(self) -> list[Path]:
@@ -164,6 +165,7 @@ def _load() -> dict[str, Shim]:
     for name, entry in data.items():
         source = dict(entry["version"])
         pinned = source.pop("pinned", None)
+        older = source.pop("older", None)
         ((kind, package),) = source.items()
         if kind not in REGISTRY_KINDS:
             raise ClientError(f"{REGISTRY}: {name}: unknown registry {kind!r}")
@@ -184,6 +186,7 @@ def _load() -> dict[str, Shim]:
             template=tuple(entry["command"]),
             protocol=protocol,
             pinned=pinned,
+            older=older,
         )
     return shims
 

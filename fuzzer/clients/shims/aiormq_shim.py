@@ -1,4 +1,7 @@
-"""The aiormq client shim: the shim contract in fuzzer/clients/shims.py."""
+"""The aiormq client shim: the shim contract in fuzzer/clients/shims/__init__.py.
+
+What aiormq cannot show: before 7.0 it tells no one of a consumer the server cancelled (its
+channels have no cancel callbacks), so those versions never say ``cancelled``."""
 
 from __future__ import annotations
 
@@ -86,7 +89,9 @@ async def session(opts: Options, case: int, connection: Connection) -> None:
         emit("cancelled", case, tag=frame.consumer_tag)
 
     channel.on_return_callbacks.add(returned)
-    channel.on_consumer_cancel_callbacks.add(cancelled)
+    cancels = getattr(channel, "on_consumer_cancel_callbacks", None)  # (from 7.0 on)
+    if cancels is not None:
+        cancels.add(cancelled)
     consuming = await channel.basic_consume(QUEUE, delivered, no_ack=False)
     emit("consuming", case, tag=consuming.consumer_tag)
     headers: dict[str, Any] = {"shim": NAME}

@@ -157,3 +157,27 @@ def test_a_crash_cause_says_where_and_a_rust_panic_is_named() -> None:
     assert not died.in_shim
     assert Died(1, "AttributeError: x", "shim x.py:f").in_shim
     assert Died(-6, "", "lapin/src/a.rs").cause == "SIGABRT"  # a signal is named alone
+
+
+@pytest.mark.parametrize(
+    ("status", "stderr", "cause", "resource"),
+    [
+        (2, ["fatal error: stack overflow", "", "runtime stack:", "goroutine 1 [running]:",
+             "github.com/a/b.decode(0x1)", "\t/x/b.go:3 +0x1"],
+         "fatal error: stack overflow in github.com/a/b.decode", False),
+        (70, ['Exception in thread "amqp" java.lang.OutOfMemoryError: Java heap space',
+              "\tat com.rabbitmq.client.impl.Frame.readFrom(Frame.java:1)"],
+         "java.lang.OutOfMemoryError in com.rabbitmq.client.impl.Frame.readFrom", True),
+        (70, ['Exception in thread "amqp" java.lang.StackOverflowError',
+              "\tat com.rabbitmq.client.impl.ValueReader.readTable(ValueReader.java:1)"],
+         "java.lang.StackOverflowError in com.rabbitmq.client.impl.ValueReader.readTable", False),
+        (-6, ["memory allocation of 137438953440 bytes failed"],
+         "memory allocation of 137438953440 bytes failed", True),
+    ],
+)  # fmt: skip
+def test_each_runtime_s_death_is_named_and_running_out_of_memory_is_a_resource_failure(
+    status: int, stderr: list[str], cause: str, resource: bool
+) -> None:
+    died = Died(status, _what_ended(stderr), frame_of(stderr))
+    assert died.cause == cause
+    assert died.out_of_memory is resource
