@@ -433,6 +433,22 @@ def test_client_items_serve_scripts_to_a_real_client_serial_and_with_two_workers
     assert "still failing: crash:pika:tune-frame-max-small:" in again.stdout
 
 
+def test_two_versions_of_one_client_are_two_groups_of_items(pytester: pytest.Pytester) -> None:
+    # amqp091-go before 1.9.0 never ends its close when a reply comes on a channel it closed
+    selected = ["-p", "no:cacheprovider", "--amqp-seed", "1", "-k", "reply-closed-channel"]
+    selected += ["--amqp-client", "amqp091-go@1.8.1", "--amqp-client", "amqp091-go", "-rA"]
+    result = pytester.runpytest(*selected)
+    result.stdout.fnmatch_lines(
+        ["FAILED amqpfuzz::client::amqp091-go@1.8.1::reply-closed-channel*"]
+    )
+    result.stdout.fnmatch_lines(["PASSED amqpfuzz::client::amqp091-go::reply-closed-channel*"])
+    result.stdout.fnmatch_lines(["replay: * --client amqp091-go@1.8.1"])
+    result.assert_outcomes(passed=1, failed=1)
+    wrong = pytester.runpytest("-p", "no:cacheprovider", "--amqp-client", "amqp091-go@9.9.9")
+    assert wrong.ret == pytest.ExitCode.USAGE_ERROR
+    wrong.stderr.fnmatch_lines(["ERROR: amqp091-go@9.9.9: * has published no version 9.9.9 *"])
+
+
 def test_an_unknown_client_is_one_usage_error(pytester: pytest.Pytester) -> None:
     result = pytester.runpytest("-p", "no:cacheprovider", "--amqp-client", "nosuch")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
