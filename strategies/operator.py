@@ -178,8 +178,8 @@ def _reaction(operator: Operator, spec: Any, names: tuple[str, ...]) -> Reaction
         return Reaction.reply()
     if operator.scope is Special.SOCKET:
         return Reaction(OutcomeKind.SOCKET_CLOSE, responses=("protocol header",))
-    if operator.scope is Special.SILENT:
-        return Reaction(OutcomeKind.SOCKET_CLOSE)
+    if operator.scope is Special.SILENT:  # (or_reply: taking it is as conformant)
+        return Reaction(OutcomeKind.SOCKET_CLOSE, or_reply=operator.or_reply)
     if not operator.codes and not names and isinstance(operator.scope, Scope):
         return Reaction(operator.scope.close)  # a close the case asked for: no code required
     codes = operator.codes_in(spec, names or None)

@@ -193,6 +193,8 @@ def _reaction(
     if reaction.outcome is OutcomeKind.SOCKET_CLOSE:
         if observed["outcome"] == OutcomeKind.SOCKET_CLOSE.value and not ex.spoke:
             return None
+        if reaction.or_reply and observed["outcome"] == OutcomeKind.REPLY.value:
+            return None
         return failed(
             "reaction",
             seen,

@@ -19,6 +19,7 @@ import queue
 import re
 import signal
 import subprocess
+import sys
 import threading
 import time
 from collections import deque
@@ -38,7 +39,9 @@ _PR_SET_PDEATHSIG = 1
 _OUT_OF_MEMORY = re.compile(
     r"OutOfMemoryError|out of memory|memory allocation of \d+ bytes failed|^MemoryError"
 )
-STDERR_KEPT = 400  # lines of a shim's stderr kept: a JVM's stack of a deep recursion is long
+STDERR_KEPT = 400
+DEEPEST = 20_000  # levels of a shim's JSON line read at most (threads have 8 MiB of stack)
+_DEEP = threading.Lock()  # lines of a shim's stderr kept: a JVM's stack of a deep recursion is long
 
 
 def _die_with_parent() -> None:  # pragma: no cover - runs in the child
@@ -129,7 +132,7 @@ class ShimProcess:
             if not line:
                 continue
             try:
-                event = json.loads(line)
+                event = _parsed(line)
             except ValueError:
                 event = {"event": "noise", "text": line[:200]}
             if not isinstance(event, dict):
@@ -229,6 +232,24 @@ class Hearing:
 
 
 _NAMED = re.compile(r"^[\w.$]*(Error|Exception)\b[^(]*(:|\{|$)")
+
+
+def _parsed(line: str) -> Any:
+    """A shim's JSON line; one nested deeper than Python's recursion limit (the values of a
+    message nested thousands deep, as a client delivered them) read with a higher limit, on
+    this reading thread's own stack."""
+    try:
+        return json.loads(line)
+    except RecursionError:
+        with _DEEP:
+            before = sys.getrecursionlimit()
+            sys.setrecursionlimit(max(before, DEEPEST))
+            try:
+                return json.loads(line)
+            except RecursionError:
+                return {"event": "noise", "text": f"nested past {DEEPEST} levels: {line[:120]}"}
+            finally:
+                sys.setrecursionlimit(before)
 
 
 def _what_ended(stderr: list[str]) -> str:

@@ -224,7 +224,8 @@ def test_client_campaigns_on_spark_a_shard_per_client_and_seed_read_by_the_repor
 ) -> None:
     """A client library per shard (amqpfuzz playing the broker to its shim on the executor):
     each shard's records once, its reproducers put in place, its outcome in its summary; the
-    nightly report reads the clients as targets, with their library's version."""
+    nightly report reads the clients as targets, with their library's version (an older pika
+    asked for by version beside today's: two targets)."""
     from amqpfuzz.fuzzer.clients.campaign import ClientSettings
     from amqpfuzz.fuzzer.clients.shims import version
     from amqpfuzz.fuzzer.cluster import plan_clients
@@ -232,28 +233,32 @@ def test_client_campaigns_on_spark_a_shard_per_client_and_seed_read_by_the_repor
 
     out = tmp_path / "out"
     settings = ClientSettings(duration=3.0, seed=40, timeout=2.0, shrink=False, out=out)
-    shards = plan_clients("clients00001", settings, ("pika", "rabbitmq-c"))
-    assert [(s.client, s.settings.seed) for s in shards] == [("pika", 40), ("rabbitmq-c", 41)]
+    clients = ("pika", "rabbitmq-c", "pika@1.3.2")
+    shards = plan_clients("clients00001", settings, clients)
+    assert [(s.client, s.settings.seed) for s in shards] == list(
+        zip(clients, (40, 41, 42), strict=True)
+    )
     result = run_on_spark(spark_retrying, shards, str(out))
     assert not result.errors
     records = records_of(out)
     assert len({r["record_id"] for r in records}) == len(records)
     by_client = Counter(r["target"]["label"] for r in records)
-    assert set(by_client) == {"pika", "rabbitmq-c"}
+    assert set(by_client) == set(clients)
     assert {r["kind"] for r in records} == {"client"}
     for summary in result.summaries:
         found = summary["outcome"]
         assert found["cases"] == by_client[found["client"]] > 0  # every case recorded, once
-        assert found["version"] == version(found["client"])
+        asked = found["client"].partition("@")[2]
+        assert found["version"] == (asked or version(found["client"]))
         for name in found["reproducers"].values():
             assert load_reproducer(out / "reproducers" / name)["kind"] == "client"
     summary = report(spark_retrying, [str(out)], str(tmp_path / "report"))
     assert summary.records == len(records)
     page = (tmp_path / "report" / "report.html").read_text()
     targets = page[page.index('id="targets"') : page.index('id="new"')]
-    assert "<td>pika</td>" in targets and "<td>rabbitmq-c</td>" in targets
-    for client in ("pika", "rabbitmq-c"):  # the runs: each client with its library's version
-        assert escape(f"{version(client)} · AMQP 0-9-1") in page
+    assert all(f"<td>{client}</td>" in targets for client in clients)
+    for found in ("pika", "rabbitmq-c", "1.3.2"):  # the runs: each with its library's version
+        assert escape(f"{version(found) if found != '1.3.2' else found} · AMQP 0-9-1") in page
 
 
 def test_the_same_campaign_under_spark_submit(tmp_path: Path) -> None:

@@ -118,7 +118,7 @@ def test_the_shim_runs_one_case_of_the_contract(
     name: str, rabbitmq: Broker, queue_deleted: None
 ) -> None:
     builds.build([name])
-    url = f"amqp://guest:guest@127.0.0.1:{rabbitmq.port}/"
+    url = f"amqp://guest:guest@127.0.0.1:{rabbitmq.port}/%2F"  # (the vhost "/" spelt out)
     started = time.monotonic()
     done = subprocess.run(
         shims.command(name, url, once=True, linger=2), capture_output=True, text=True, timeout=90

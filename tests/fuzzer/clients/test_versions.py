@@ -11,7 +11,7 @@ import pytest
 from amqpfuzz.fuzzer.clients.builds import parse_spec, wanted
 from amqpfuzz.fuzzer.clients.frames import frame_of
 from amqpfuzz.fuzzer.clients.history import Step, first_change, history, parse_range
-from amqpfuzz.fuzzer.clients.process import Died, _what_ended
+from amqpfuzz.fuzzer.clients.process import Died, _parsed, _what_ended
 from amqpfuzz.fuzzer.clients.registries import is_release, version_key
 from amqpfuzz.fuzzer.clients.shims import SHIMS_DIR, ClientError
 
@@ -181,3 +181,11 @@ def test_each_runtime_s_death_is_named_and_running_out_of_memory_is_a_resource_f
     died = Died(status, _what_ended(stderr), frame_of(stderr))
     assert died.cause == cause
     assert died.out_of_memory is resource
+
+
+def test_a_shim_s_line_nested_thousands_deep_is_read() -> None:
+    # (a message whose annotations nest 4000 levels, as a client hands them over)
+    deep = '{"event": "message", "annotations": ' + "[" * 9000 + "]" * 9000 + "}"
+    assert _parsed(deep)["event"] == "message"
+    too_deep = '{"event": "message", "a": ' + "[" * 30_000 + "]" * 30_000 + "}"
+    assert _parsed(too_deep)["event"] == "noise"

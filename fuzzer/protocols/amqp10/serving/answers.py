@@ -70,12 +70,19 @@ class Answering(Conversation):
         self.opened: dict[str, Any] = {}  # the client's open
         self.channel: int | None = None  # the peer's session channel
         self.their_channel: int | None = None
+        # other sessions the client began (Qpid JMS begins one of its own first), answered
+        # and left alone: the peer works with the session the client's links attach on
+        self.idle: set[int] = set()
         self.handle_max = 0xFFFFFFFF
         self.links: dict[int, Link] = {}  # by the client's handle
         self.attaches = 0
         self.next_delivery = 0
         self.unsettled: set[int] = set()  # delivery ids the peer sent unsettled
+        # the delivery-id the client's session owes next (its first is its own choice: proton-j
+        # numbers deliveries from 0 beside transfer-ids from 1), and the transfer-id (its
+        # begin's next-outgoing-id, one more per transfer: session flow control, 2.5.6)
         self.next_incoming: int | None = None
+        self.next_transfer = 0
         self.echo: list[tuple[bytes, str]] = []  # the client's messages, to deliver back
         self.names: set[tuple[bool, str]] = set()  # the client's links: (role, name)
 
@@ -159,9 +166,15 @@ class Answering(Conversation):
         raise Ended
 
     def _on_begin(self, frame: Frame, body: Composite) -> None:
-        if self.channel is not None:
+        if frame.channel == self.channel or frame.channel in self.idle:
             self._violate("order", f"a second begin on channel {frame.channel}")
             return
+        if self.channel is not None:  # another session (transport 2.5: a client may begin many)
+            if self.links:
+                self.idle.add(frame.channel)
+                self._frame(self._begun(frame), frame.channel)
+                return
+            self.idle.add(self.channel)  # the one before has no links: this one is worked with
         self.their_channel = frame.channel
         self.channel = frame.channel
         self.handle_max = int(body["handle-max"])
@@ -171,17 +184,25 @@ class Answering(Conversation):
                 "a begin with remote-channel set, for a session the client began itself "
                 "(transport 2.7.2 begin)",
             )
-        self.next_incoming = int(body["next-outgoing-id"])
-        ours = self.codec.composite(
-            "begin", remote_channel=UShort(frame.channel), next_outgoing_id=UInt(0),
-            incoming_window=UInt(WINDOW), outgoing_window=UInt(WINDOW),
-            handle_max=UInt(self._handle_max),
-        )  # fmt: skip
+        self.next_transfer = int(body["next-outgoing-id"])
+        self.next_incoming = None
+        ours = self._begun(frame)
         frames = (self.codec.frame(ours, self.channel),)
         if not (self._due(Point.BEGIN) and self._strike(Point.BEGIN, (ours,), frames)):
             self._frame(ours, self.channel)
 
+    def _begun(self, frame: Frame) -> Composite:
+        """The peer's begin answering the client's on ``frame``'s channel."""
+        return self.codec.composite(
+            "begin", remote_channel=UShort(frame.channel), next_outgoing_id=UInt(0),
+            incoming_window=UInt(WINDOW), outgoing_window=UInt(WINDOW),
+            handle_max=UInt(self._handle_max),
+        )  # fmt: skip
+
     def _on_attach(self, frame: Frame, body: Composite) -> None:
+        if frame.channel in self.idle and not self.links and self.channel is not None:
+            self.idle.symmetric_difference_update((frame.channel, self.channel))
+            self.channel = self.their_channel = frame.channel  # the links' session
         theirs = int(body["handle"])
         if theirs in self.links:
             self._violate("handle-in-use", f"attach with handle {theirs} already in use")
@@ -226,7 +247,7 @@ class Answering(Conversation):
 
     def _flow(self, link: Link | None, **fields: Any) -> Composite:
         base = {
-            "next_incoming_id": UInt(self.next_incoming or 0), "incoming_window": UInt(WINDOW),
+            "next_incoming_id": UInt(self.next_transfer), "incoming_window": UInt(WINDOW),
             "next_outgoing_id": UInt(self.next_delivery), "outgoing_window": UInt(WINDOW),
         }  # fmt: skip
         if link is not None:
@@ -247,6 +268,7 @@ class Answering(Conversation):
             self._echo()
 
     def _on_transfer(self, frame: Frame, body: Composite) -> None:
+        self.next_transfer = (self.next_transfer + 1) & 0xFFFFFFFF
         link = self.links.get(int(body["handle"]))
         if link is None or link.sender:
             self._violate("handle", f"transfer on handle {body['handle']}, not a link it sends on")
@@ -307,7 +329,8 @@ class Answering(Conversation):
         return int(self.script.begin_fields.get("handle-max", HANDLE_MAX))
 
     def _in_sequence(self, delivery: Any) -> None:
-        """A client's delivery-id is the next its session owes (transport 2.7.5 transfer)."""
+        """A client's delivery-id is the one after its last (transport 2.7.5 transfer); the
+        first is the session's choice."""
         if delivery is None:
             self._violate("delivery-id", "the first transfer of a delivery without a delivery-id")
         elif self.next_incoming is not None and int(delivery) != self.next_incoming:
@@ -337,6 +360,10 @@ class Answering(Conversation):
             self._frame(detach, self.channel or 0)
 
     def _on_end(self, frame: Frame, body: Composite) -> None:
+        if frame.channel in self.idle:  # a session the peer leaves alone, ended
+            self.idle.discard(frame.channel)
+            self._frame(self.codec.composite("end"), frame.channel)
+            return
         if body["error"] is not None:
             self.ex.closes.append(
                 (OutcomeKind.SESSION_CLOSE.value, str(body["error"]["condition"]))

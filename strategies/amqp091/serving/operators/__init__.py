@@ -15,7 +15,7 @@ order, theirs, is the order Hypothesis shrinks towards.
 from __future__ import annotations
 
 from ....operator import Operator
-from . import deliveries, handshake, replies, unsolicited
+from . import deliveries, handshake, lengths, replies, unsolicited
 from .common import POINTS
 
 __all__ = ["OPERATORS", "POINTS"]
@@ -25,4 +25,5 @@ OPERATORS: list[Operator] = [
     *replies.OPERATORS,
     *deliveries.OPERATORS,
     *unsolicited.OPERATORS,
+    *lengths.OPERATORS,
 ]

@@ -11,14 +11,14 @@ channel outside it) raises :class:`NotApplicable`: the case is then played as va
 
 They are defined in groups, each beside its build functions: the frame header
 (:mod:`.framing`), the encoding of a performative (:mod:`.encoding`), SASL, the protocol header,
-the connection and its sessions (:mod:`.connection`), and links (:mod:`.links`); what they
-share is :mod:`.common`. The catalogue's order, theirs, is the order Hypothesis shrinks towards.
+the connection and its sessions (:mod:`.connection`), links (:mod:`.links`), and every size and count of the type system, and nesting
+(:mod:`.lengths`); what they share is :mod:`.common`. The catalogue's order, theirs, is the order Hypothesis shrinks towards.
 """
 
 from __future__ import annotations
 
 from ....operator import Operator
-from . import connection, encoding, framing, links
+from . import connection, encoding, framing, lengths, links
 from .common import POINTS, NotApplicable
 
 __all__ = ["OPERATORS", "POINTS", "NotApplicable"]
@@ -28,4 +28,5 @@ OPERATORS: list[Operator] = [
     *encoding.OPERATORS,
     *connection.OPERATORS,
     *links.OPERATORS,
+    *lengths.OPERATORS,
 ]
