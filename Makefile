@@ -47,9 +47,11 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install -q -e '.[dev]'
 	@touch $@
 
-# The client shims that need building (C, Go, Node), into the venv's share/amqpfuzz/clients;
+# The client shims that need building (C, Go, Node, Java, Rust), into the venv's
+# share/amqpfuzz/clients, each library at its pinned version from its registry (the Go module
+# proxy, npm, Maven Central, crates.io; Go's, Maven's and Cargo's caches are the machine's);
 # `amqpfuzz client build` itself rebuilds only a shim whose sources changed.
-$(CLIENTS): $(STAMP) fuzzer/clients/clients.toml $(wildcard fuzzer/clients/shims/* fuzzer/clients/shims/*/*)
+$(CLIENTS): $(STAMP) fuzzer/clients/clients.toml $(wildcard fuzzer/clients/shims/* fuzzer/clients/shims/*/* fuzzer/clients/shims/*/*/*)
 	$(BIN)/amqpfuzz client build
 	@touch $@
 

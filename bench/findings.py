@@ -14,6 +14,7 @@ runs with seeds from it); ``--quick`` is a smoke test of 12 s (failures as found
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import json
 import os
@@ -49,11 +50,12 @@ def curve(
 
 
 def campaign(
-    args: Sequence[str], seconds: float, points: Sequence[float]
+    args: Sequence[str], seconds: float, points: Sequence[float], keep: Path | None = None
 ) -> list[dict[str, float]]:
     """``amqpfuzz run ARGS`` for ``seconds`` (failures as found, not shrunk): its figures at
-    each point."""
-    with tempfile.TemporaryDirectory(prefix="amqpfuzz-findings-") as out:
+    each point (``keep``: its records and reproducers kept there)."""
+    with contextlib.ExitStack() as stack:
+        out = str(keep) if keep else stack.enter_context(tempfile.TemporaryDirectory())
         done = subprocess.run(
             [*AMQPFUZZ, "run", *args, "--duration", f"{seconds:g}", "--no-shrink", "--out", out],
             capture_output=True, text=True, timeout=seconds + 600, check=False,

@@ -11,7 +11,8 @@ signatures at each point goes to stderr. An older version should find at least w
 releases fixed; where the library's changelog names a fix for malformed server input that the
 older version's campaign does not find, that is a gap in amqpfuzz.
 
-``--clients a,b`` picks clients (default: every bundled one), ``--seed`` the campaigns' seed;
+``--clients a,b`` picks clients (default: every bundled one), ``--seed`` the campaigns' seed,
+``--keep DIR`` keeps each campaign's records and reproducers (DIR/NAME@VERSION);
 ``--quick`` is a smoke test: pika at both versions, 10 s.
 """
 
@@ -21,6 +22,7 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 from findings import campaign
 
@@ -35,6 +37,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="a very short run (smoke test)")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--clients", help="comma-separated client names (default: all)")
+    parser.add_argument("--keep", type=Path, help="keep each campaign's records: KEEP/NAME@VERSION")
     args = parser.parse_args(argv)
     names = args.clients.split(",") if args.clients else ["pika"] if args.quick else list(SHIMS)
     points = (5.0, 10.0) if args.quick else POINTS
@@ -47,7 +50,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             line["version"] = version or shim.pinned or installed(name) or "installed"
             flags = ("--client", spec, "--protocol", shim.protocol, "--profile", "none")
             try:
-                found = campaign((*flags, "--seed", str(args.seed)), max(points) + 1, points)
+                kept = args.keep / f"{name}@{line['version']}" if args.keep else None
+                found = campaign((*flags, "--seed", str(args.seed)), max(points) + 1, points, kept)
             except SystemExit as exc:  # (one line of why, as the campaign said it)
                 print(json.dumps({**line, "error": str(exc)[:300]}), flush=True)
                 rows.append((name, str(line["version"]), ["error"] * len(points)))

@@ -46,7 +46,7 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A wheel built from a copy of the source tree (the build must not litter the checkout)."""
     source = tmp_path_factory.mktemp("source") / "amqpfuzz"
     ignore = shutil.ignore_patterns(
-        ".venv", ".git", "*cache*", ".mypy-tree", "build", "dist", "*.egg-info"
+        ".venv", ".git", "__pycache__", ".*_cache", ".mypy-tree", "build", "dist", "*.egg-info"
     )
     shutil.copytree(ROOT, source, ignore=ignore)
     out = tmp_path_factory.mktemp("dist")

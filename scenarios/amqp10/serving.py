@@ -43,4 +43,13 @@ SERVING_OPERATORS: tuple[str, ...] = (
     "more-never-ends",
     "aborted-delivery",
     "settle-mode-changed",
+    "attach-length-past-frame",
+    "attach-length-negative",
+    "attach-length-edge",
+    "attach-length-absurd",
+    "deliver-length-past-frame",
+    "deliver-length-negative",
+    "deliver-length-edge",
+    "deliver-length-absurd",
+    "nested-annotations",
 )
