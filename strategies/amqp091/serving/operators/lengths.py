@@ -55,6 +55,7 @@ from amqpfuzz.spec.amqp091.codec import ContentBody, ContentHeader, MethodFrame,
 from amqpfuzz.spec.amqp091.codec.tables import DIALECTS
 from amqpfuzz.spec.amqp091.model import Method
 
+from ....lies import DIRECTIONS, has_lie, lie
 from ....operator import Built, Operator, Special
 from ...source import Source
 from ...wire import WireFrame
@@ -89,51 +90,13 @@ class Site:
     what: str
 
 
-# -- the directions ---------------------------------------------------------------------------
-
-
-def _past(width: int, room: int, src: Source) -> int | None:
-    top = (1 << (8 * width - 1)) - 1 if width > 1 else 0xFF
-    return src.between(room + 1, min(top, room + 4096)) if room < top else None
-
-
-def _negative(width: int, room: int, src: Source) -> int | None:
-    low, top = max(1 << (8 * width - 1), room + 1), (1 << (8 * width)) - 1
-    return src.between(low, top) if low <= top else None
-
-
-def _edge(width: int, room: int, src: Source) -> int | None:
-    bits = 8 * width
-    edges = tuple(e for e in ((1 << (bits - 1)) - 1, 1 << (bits - 1), (1 << bits) - 1) if e > room)
-    return int(src.pick(edges)) if edges else None
-
-
-def _absurd(width: int, room: int, src: Source) -> int | None:
-    if width < 4:
-        return None
-    low = max(1 << 28, room + 1)
-    return src.between(low, (1 << 31) - 1) if low < 1 << 31 else None
-
-
-Direction = Callable[[int, int, Source], int | None]
-DIRECTIONS: dict[str, tuple[Direction, str]] = {
-    "length-past-frame": (_past, "a length running past the frame's end"),
-    "length-negative": (_negative, "a length with its top bit set (negative as signed)"),
-    "length-edge": (_edge, "a length at the 2^31-1, 2^31, 2^32-1 edges (0x7F, 0x80, 0xFF)"),
-    "length-absurd": (_absurd, "a 32-bit length of 2^28 to 2^31-1"),
-}
-
-
 def _has(direction: str, site: Site) -> bool:
-    fn, _ = DIRECTIONS[direction]
-    return fn(site.width, site.room, Source(b"")) is not None
+    return has_lie(direction, site.width, site.room)
 
 
 def direction_value(direction: str, site: Site, src: Source) -> int | None:
-    """The lying value ``direction`` gives ``site`` (None: it has none there); reads nothing
-    from ``src`` where it has none."""
-    fn, _ = DIRECTIONS[direction]
-    return fn(site.width, site.room, src) if _has(direction, site) else None
+    """The lying value ``direction`` gives ``site`` (None: it has none there)."""
+    return lie(direction, site.width, site.room, src)
 
 
 # -- the sites --------------------------------------------------------------------------------

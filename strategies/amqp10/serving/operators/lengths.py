@@ -41,6 +41,7 @@ from dataclasses import dataclass
 from amqpfuzz.spec.amqp10.codec import raw
 from amqpfuzz.spec.amqp10.codec.types import TypeSystem
 
+from ....lies import DIRECTIONS, has_lie, lie
 from ....operator import Built, Operator
 from ....source import Source
 from ...operators.common import Parts
@@ -66,50 +67,13 @@ class Site:
     what: str
 
 
-# -- the directions (as 0-9-1's: the same four) -------------------------------------------------
-
-
-def _past(width: int, room: int, src: Source) -> int | None:
-    top = (1 << (8 * width - 1)) - 1 if width > 1 else 0xFF
-    return src.between(room + 1, min(top, room + 4096)) if room < top else None
-
-
-def _negative(width: int, room: int, src: Source) -> int | None:
-    low, top = max(1 << (8 * width - 1), room + 1), (1 << (8 * width)) - 1
-    return src.between(low, top) if low <= top else None
-
-
-def _edge(width: int, room: int, src: Source) -> int | None:
-    bits = 8 * width
-    edges = tuple(e for e in ((1 << (bits - 1)) - 1, 1 << (bits - 1), (1 << bits) - 1) if e > room)
-    return int(src.pick(edges)) if edges else None
-
-
-def _absurd(width: int, room: int, src: Source) -> int | None:
-    if width < 4:
-        return None
-    low = max(1 << 28, room + 1)
-    return src.between(low, (1 << 31) - 1) if low < 1 << 31 else None
-
-
-Direction = Callable[[int, int, Source], int | None]
-DIRECTIONS: dict[str, tuple[Direction, str]] = {
-    "length-past-frame": (_past, "a size or count running past the frame's end"),
-    "length-negative": (_negative, "a size or count negative as signed (top bit set)"),
-    "length-edge": (_edge, "a size or count at the 2^31-1, 2^31, 2^32-1 edges"),
-    "length-absurd": (_absurd, "a 32-bit size or count of 2^28 to 2^31-1"),
-}
-
-
 def _has(direction: str, site: Site) -> bool:
-    fn, _ = DIRECTIONS[direction]
-    return fn(site.width, site.room, Source(b"")) is not None
+    return has_lie(direction, site.width, site.room)
 
 
 def direction_value(direction: str, site: Site, src: Source) -> int | None:
     """The lying value ``direction`` gives ``site`` (None: it has none there)."""
-    fn, _ = DIRECTIONS[direction]
-    return fn(site.width, site.room, src) if _has(direction, site) else None
+    return lie(direction, site.width, site.room, src)
 
 
 # -- the sites --------------------------------------------------------------------------------
