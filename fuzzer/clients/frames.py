@@ -21,8 +21,9 @@ _PYTHON = re.compile(r'^\s*File "([^"]+)", line \d+, in (\S+)')
 _NODE = re.compile(r"^\s+at (?:(?:async )?(\S.*?) \()?(\S+?):\d+:\d+\)?$")
 _JAVA = re.compile(r"^\s+at (?:[\w.]+@?[\w.]*/)?([\w.$]+)\.([\w$<>]+)\(.*\)$")
 _GO_FUNC = re.compile(r"^(\S.*)\([^()]*\)$")
-_RUST_AT = re.compile(r" panicked at (.+?):\d+:\d+:?$")
+_RUST_AT = re.compile(r"panicked at (.+?):\d+:\d+:?$")
 _RUST_SYMBOL = re.compile(r"^\s+\d+: (\S+)")
+_RUST_FILE = re.compile(r"^\s+at \S+\.rs:\d+")  # a Rust backtrace's frame's place
 _RUBY = re.compile(r"^\s*(?:from )?(/\S+?):\d+:in [`'](?:\S+[#.])?([^']+)'")
 _VERSIONED = re.compile(r"-\d+\.\d+\.\d+\S*$")  # a crate's folder: lapin-4.12.3
 _GEM = re.compile(r"^[\w-]+?-\d[\w.]*/")  # a gem's folder: bunny-2.19.0/
@@ -30,7 +31,10 @@ _PYTHON_LIB = re.compile(r"/lib/python3(\.\d+)?/|<frozen ")  # Python's own modu
 _VERSION_BUILD = re.compile(r"/clients/[^/]+@[^/]+/")  # shims.versions_root()/<name>@<version>/
 _LIBRARIES = ("site-packages/", "dist-packages/")
 _JAVA_RUNTIME = ("java.", "javax.", "jdk.", "sun.", "com.sun.")
-_RUST_RUNTIME = ("std::", "core::", "alloc::", "rust_begin_unwind", "__rust", "<", "backtrace")
+_RUST_RUNTIME = (
+    "std::", "core::", "alloc::", "rust_begin_unwind", "rust_oom", "__rust", "__rg_", "__rdl_",
+    "backtrace", "_start", "__libc",
+)  # fmt: skip
 
 
 def frame_of(stderr: Sequence[str]) -> str:
@@ -128,18 +132,23 @@ def _crate(path: str) -> str | None:
 
 def _rust(lines: list[str]) -> str:
     at = next((m.group(1) for x in lines if (m := _RUST_AT.search(x))), None)
-    if at is None:
-        return ""
-    crate = _crate(at)
-    if crate is not None:
-        return crate
-    if "/rustc/" not in at and "/library/" not in at:
-        return f"shim {Path(at).name}"
-    for line in lines:  # a panic in the standard library: the first frame outside it
+    if at is not None:
+        crate = _crate(at)
+        if crate is not None:
+            return crate
+        if "/rustc/" not in at and "/library/" not in at:
+            return f"shim {Path(at).name}"
+    elif not any(_RUST_FILE.match(x) for x in lines):
+        return ""  # no panic and no Rust backtrace (an abort's, say): not Rust's stack
+    for line in lines:  # the standard library's frames: the first frame outside it
         found = _RUST_SYMBOL.match(line)
-        if found is None or found.group(1).startswith(_RUST_RUNTIME):
+        if found is None:
             continue
         symbol = found.group(1)
+        if symbol.startswith("<"):  # <path::Type as Trait>::method: the type's path
+            symbol = symbol[1:].split(" as ", 1)[0].split(">", 1)[0]
+        if symbol.startswith(_RUST_RUNTIME):
+            continue
         if symbol.startswith("amqpfuzz_shim_"):
             return f"shim main.rs:{symbol.split('::', 1)[-1]}"
         return re.sub(r"::h[0-9a-f]{16}$", "", symbol)

@@ -66,7 +66,8 @@ class Died:
     def cause(self) -> str:
         """A crash in a few stable words: the signal, or the exception or panic named, and the
         frame it came from (``in shim <file>:<function>`` for the shim's own code)."""
-        if self.status < 0 and not self.out_of_memory:  # (Rust aborts on a failed allocation)
+        said = self.out_of_memory or self.last.startswith(("panic:", "fatal error:"))
+        if self.status < 0 and not said:  # (a Rust shim aborts after its panic, or on no memory)
             with contextlib.suppress(ValueError):
                 return signal.Signals(-self.status).name
             return f"signal {-self.status}"
@@ -258,18 +259,18 @@ def _what_ended(stderr: list[str]) -> str:
     last line that is not a frame of a stack (indented, as Python's, Ruby's and Node's are),
     which is Python's exception and Ruby's first line."""
     lines = [line for line in stderr if line.strip()]
+    rust = next((i for i, line in enumerate(lines) if "panicked at " in line), None)
+    if rust is not None:  # [thread 'x' | panic: ]panicked at path:line:column:\nmessage
+        said = lines[rust].split("panicked at ", 1)[1]
+        if said.endswith(":") and rust + 1 < len(lines):
+            said = lines[rust + 1]
+        return f"panic: {said.strip()}"
     panic = next((line for line in lines if line.startswith(("panic:", "fatal error:"))), None)
     if panic is not None:  # (Go: a panic, or the runtime's fatal error: a stack overflow, say)
         return panic
     allocation = next((line for line in lines if _OUT_OF_MEMORY.search(line)), None)
-    if allocation is not None and "panicked at" not in allocation:  # (Rust's: no panic)
+    if allocation is not None:  # (Rust's: no panic, an abort)
         return allocation
-    rust = next((i for i, line in enumerate(lines) if " panicked at " in line), None)
-    if rust is not None:  # thread 'x' panicked at path:line:column:\nmessage
-        said = lines[rust].split(" panicked at ", 1)[1]
-        if said.endswith(":") and rust + 1 < len(lines):
-            said = lines[rust + 1]
-        return f"panic: {said.strip()}"
     # (Ruby names the exception at the end of its message's first line; the message's other
     # lines follow it, unindented: amq-protocol's table errors print the data they read)
     ruby = [line for line in lines if _RUBY.search(line)]

@@ -157,6 +157,14 @@ def test_a_crash_cause_says_where_and_a_rust_panic_is_named() -> None:
     assert not died.in_shim
     assert Died(1, "AttributeError: x", "shim x.py:f").in_shim
     assert Died(-6, "", "lapin/src/a.rs").cause == "SIGABRT"  # a signal is named alone
+    # (a Rust shim aborts after its panic: the panic says more than the signal)
+    aborted = Died(-6, _what_ended(lines), frame_of(lines))
+    assert aborted.cause == "panic: index out of bounds in lapin/src/a.rs"
+    # (the shims' own hook prints "panic: " and the panic's own words)
+    hooked = ["panic: panicked at /r/registry/src/index.crates.io-1/amqprs-2.1.5/src/b.rs:9:1:",
+              "responder must be registered", "stack backtrace:", "   0: std::backtrace::x"]  # fmt: skip
+    died = Died(-6, _what_ended(hooked), frame_of(hooked))
+    assert died.cause == "panic: responder must be registered in amqprs/src/b.rs"
 
 
 @pytest.mark.parametrize(
@@ -189,3 +197,19 @@ def test_a_shim_s_line_nested_thousands_deep_is_read() -> None:
     assert _parsed(deep)["event"] == "message"
     too_deep = '{"event": "message", "a": ' + "[" * 30_000 + "]" * 30_000 + "}"
     assert _parsed(too_deep)["event"] == "noise"
+
+
+def test_a_rust_abort_s_backtrace_names_the_library_not_a_node_frame() -> None:
+    lines = [
+        "memory allocation of 137438953440 bytes failed",
+        "   0: std::alloc::rust_oom",
+        "             at /rustc/abc/library/std/src/alloc.rs:390:5",
+        "   1: alloc::raw_vec::RawVec<T,A>::grow_one",
+        "             at /rustc/abc/library/alloc/src/raw_vec.rs:1:1",
+        "   2: <alloc::vec::Vec<u8> as core::clone::Clone>::clone",
+        "             at /rustc/abc/library/alloc/src/vec.rs:1:1",
+        "   3: lapin::buffer::Buffer::grow::h0123456789abcdef",
+        "             at /root/.cargo/registry/src/index.crates.io-1/lapin-4.12.3/src/buffer.rs:75:9",
+    ]
+    assert frame_of(lines) == "lapin::buffer::Buffer::grow"
+    assert frame_of(["memory allocation of 8 bytes failed"]) == ""

@@ -6,6 +6,8 @@
 // timestamps integer seconds, floats JSON cannot carry as strings, 64-bit integers as numbers.
 'use strict';
 
+const { emit, parseArgs } = require('./common.js');
+
 const amqp = require('amqplib');
 
 const QUEUE = 'amqpfuzz-shim';
@@ -26,10 +28,6 @@ const PROPERTY_NAMES = {
   appId: 'app-id',
   clusterId: 'cluster-id',
 };
-
-function emit(event, n, fields) {
-  process.stdout.write(`${JSON.stringify({ event, case: n, ...fields })}\n`);
-}
 
 function jsonable(value) {
   if (Buffer.isBuffer(value)) return `hex:${value.toString('hex')}`;
@@ -60,21 +58,6 @@ function message(n, via, channel, msg) {
     body: msg.content.toString('hex'),
     properties,
   });
-}
-
-function parseArgs(argv) {
-  const args = { url: null, once: false, linger: 10 };
-  for (let i = 0; i < argv.length; i++) {
-    if (argv[i] === '--once') args.once = true;
-    else if (argv[i] === '--linger' && i + 1 < argv.length) args.linger = Number(argv[++i]);
-    else if (args.url === null && !argv[i].startsWith('-')) args.url = argv[i];
-    else args.url = undefined;
-  }
-  if (!args.url || Number.isNaN(args.linger)) {
-    process.stderr.write('usage: shim.js URL [--once] [--linger SECONDS]\n');
-    process.exit(2);
-  }
-  return args;
 }
 
 // How the connection's 'close' event says it ended.

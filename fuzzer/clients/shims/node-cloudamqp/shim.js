@@ -25,6 +25,8 @@
 // AMQPError "timeout"), set to 10 s instead of its 60 s; heartbeats stay off (its default).
 'use strict';
 
+const { emit, parseArgs } = require('./common.js');
+
 const { AMQPClient, AMQPError } = require('@cloudamqp/amqp-client');
 
 const QUEUE = 'amqpfuzz-shim';
@@ -52,10 +54,6 @@ const CHANNEL_CLOSE = /^channel \d+ closed: ([\s\S]*) \((\d+)\)$/;
 // what the library forwards from a channel's onerror to the connection's (4.x)
 const FORWARDED = /^Channel \d+ closed: /;
 const ENDED = { ended: true }; // thrown when the connection or the channel ended mid-step
-
-function emit(event, n, fields) {
-  process.stdout.write(`${JSON.stringify({ event, case: n, ...fields })}\n`);
-}
 
 function hex(bytes) {
   if (!bytes) return '';
@@ -94,21 +92,6 @@ function message(n, via, channel, msg) {
     body: hex(msg.body),
     properties,
   });
-}
-
-function parseArgs(argv) {
-  const args = { url: null, once: false, linger: 10 };
-  for (let i = 0; i < argv.length; i++) {
-    if (argv[i] === '--once') args.once = true;
-    else if (argv[i] === '--linger' && i + 1 < argv.length) args.linger = Number(argv[++i]);
-    else if (args.url === null && !argv[i].startsWith('-')) args.url = argv[i];
-    else args.url = undefined;
-  }
-  if (!args.url || Number.isNaN(args.linger)) {
-    process.stderr.write('usage: shim.js URL [--once] [--linger SECONDS]\n');
-    process.exit(2);
-  }
-  return args;
 }
 
 // An error of the library's own (a clean outcome); anything else is a crash.

@@ -16,6 +16,8 @@
 // past 2^53 as the 8 bytes rhea keeps ("hex:...").
 'use strict';
 
+const { emit, parseArgs } = require('./common.js');
+
 const rhea = require('rhea');
 const rheaErrors = require('rhea/lib/errors.js');
 
@@ -46,10 +48,6 @@ const HEADER_NAMES = {
 };
 const OUTCOMES = ['accepted', 'rejected', 'released', 'modified'];
 const DATA = 0x75;
-
-function emit(event, n, fields) {
-  process.stdout.write(`${JSON.stringify({ event, case: n, ...fields })}\n`);
-}
 
 function jsonable(value) {
   if (value === undefined) return null;
@@ -128,21 +126,6 @@ function errorEvent(err) {
     condition: typeof err.condition === 'string' ? err.condition : null,
     message: String(err.message),
   };
-}
-
-function parseArgs(argv) {
-  const args = { url: null, once: false, linger: 10 };
-  for (let i = 0; i < argv.length; i++) {
-    if (argv[i] === '--once') args.once = true;
-    else if (argv[i] === '--linger' && i + 1 < argv.length) args.linger = Number(argv[++i]);
-    else if (args.url === null && !argv[i].startsWith('-')) args.url = argv[i];
-    else args.url = undefined;
-  }
-  if (!args.url || Number.isNaN(args.linger)) {
-    process.stderr.write('usage: shim.js URL [--once] [--linger SECONDS]\n');
-    process.exit(2);
-  }
-  return args;
 }
 
 function connectOptions(args) {

@@ -32,6 +32,8 @@
 // decimals "<value>E-<scale>", timestamps integer seconds, a float JSON cannot carry as its
 // text, void null.
 
+mod common;
+
 use amqprs::callbacks::{ChannelCallback, ConnectionCallback};
 use amqprs::channel::{
     BasicAckArguments, BasicConsumeArguments, BasicGetArguments, BasicPublishArguments, Channel,
@@ -43,6 +45,7 @@ use amqprs::{
     Ack, BasicProperties, Cancel, Close, CloseChannel, FieldTable, FieldValue, Nack, Return,
 };
 use async_trait::async_trait;
+use common::{emit, float, hex};
 use serde_json::{json, Map, Value};
 use std::sync::Mutex;
 use std::time::Duration;
@@ -56,34 +59,12 @@ const HEARTBEAT: u16 = 60; // amqprs's default (the file's comment says why not 
 /// The error amqprs's reader stopped on (its log event says so), the latest one.
 static READER_END: Mutex<Option<String>> = Mutex::new(None);
 
-fn emit(event: &str, case: u64, fields: Value) {
-    let mut line = Map::new();
-    line.insert("event".into(), json!(event));
-    line.insert("case".into(), json!(case));
-    if let Value::Object(more) = fields {
-        line.extend(more);
-    }
-    println!("{}", Value::Object(line)); // stdout is line-buffered: one flush a line
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
 /// A string as text, or as "hex:..." when text would read as hex.
 fn text(s: &str) -> Value {
     if s.starts_with("hex:") {
         json!(format!("hex:{}", hex(s.as_bytes())))
     } else {
         json!(s)
-    }
-}
-
-fn float(f: f64) -> Value {
-    if f.is_finite() {
-        json!(f)
-    } else {
-        json!(f.to_string())
     }
 }
 
@@ -666,45 +647,9 @@ async fn run_case(args: &OpenConnectionArguments, case: u64, linger: Duration) {
     }
 }
 
-fn usage() -> ! {
-    eprintln!("usage: {NAME} URL [--once] [--linger SECONDS]");
-    std::process::exit(2);
-}
-
 fn main() {
-    // a panic on any thread or task is a crash: its message and backtrace, then abort
-    std::panic::set_hook(Box::new(|info| {
-        eprintln!("panic: {info}\n{}", std::backtrace::Backtrace::force_capture());
-        std::process::abort();
-    }));
+    let args = common::start(NAME);
     tracing::subscriber::set_global_default(ReaderSpy).expect("one subscriber");
-    let mut url = None;
-    let mut once = false;
-    let mut linger = 10.0f64;
-    let mut argv = std::env::args().skip(1);
-    while let Some(arg) = argv.next() {
-        match arg.as_str() {
-            "--once" => once = true,
-            "--linger" => {
-                linger = argv.next().and_then(|s| s.parse().ok()).unwrap_or_else(|| usage())
-            }
-            _ if url.is_none() && !arg.starts_with('-') => url = Some(arg),
-            _ => usage(),
-        }
-    }
-    let url = url.unwrap_or_else(|| usage());
-    let args = url_arguments(&url).unwrap_or_else(|| usage());
-    let linger = Duration::from_secs_f64(linger);
-    let runtime =
-        tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
-    runtime.block_on(async {
-        let mut case = 0u64;
-        loop {
-            run_case(&args, case, linger).await;
-            if once {
-                break;
-            }
-            case += 1;
-        }
-    });
+    let open = url_arguments(&args.url).unwrap_or_else(|| common::usage(NAME));
+    common::cases(args.once, |case| run_case(&open, case, args.linger));
 }

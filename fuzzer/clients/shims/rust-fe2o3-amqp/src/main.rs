@@ -36,6 +36,9 @@
 // text. Cargo.lock holds tokio-util at 0.7.19: fe2o3-amqp before 0.18 does not compile against
 // 0.7.20 (an ambiguous Encoder impl), and a build at another version keeps the lock's.
 
+mod common;
+
+use common::{emit, float, hex};
 use fe2o3_amqp::connection::{ConnectionHandle, Error as ConnError, OpenError};
 use fe2o3_amqp::link::receiver::CreditMode;
 use fe2o3_amqp::link::{DetachError, LinkStateError, RecvError, SendError, SessionStopReason};
@@ -61,20 +64,6 @@ const ADDRESS: &str = "amqpfuzz-shim";
 const NAME: &str = "fe2o3-amqp";
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
-fn emit(event: &str, case: u64, fields: Json) {
-    let mut line = Map::new();
-    line.insert("event".into(), json!(event));
-    line.insert("case".into(), json!(case));
-    if let Json::Object(more) = fields {
-        line.extend(more);
-    }
-    println!("{}", Json::Object(line)); // stdout is line-buffered: one flush a line
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
 fn uuid_text(b: &[u8; 16]) -> String {
     let h = hex(b);
     format!(
@@ -85,14 +74,6 @@ fn uuid_text(b: &[u8; 16]) -> String {
         &h[16..20],
         &h[20..32]
     )
-}
-
-fn float(f: f64) -> Json {
-    if f.is_finite() {
-        json!(f)
-    } else {
-        json!(f.to_string())
-    }
 }
 
 /// An AMQP value as JSON (the file's comment says how).
@@ -910,53 +891,8 @@ async fn run_case(target: &Target, case: u64, linger: Duration) {
     }
 }
 
-fn usage() -> ! {
-    eprintln!("usage: {NAME} URL [--once] [--linger SECONDS]");
-    std::process::exit(2);
-}
-
 fn main() {
-    // a panic on any thread or task is a crash: its message and backtrace, then abort
-    std::panic::set_hook(Box::new(|info| {
-        eprintln!(
-            "panic: {info}\n{}",
-            std::backtrace::Backtrace::force_capture()
-        );
-        std::process::abort();
-    }));
-    let mut url = None;
-    let mut once = false;
-    let mut linger = 10.0f64;
-    let mut args = std::env::args().skip(1);
-    while let Some(arg) = args.next() {
-        match arg.as_str() {
-            "--once" => once = true,
-            "--linger" => {
-                linger = args
-                    .next()
-                    .and_then(|s| s.parse().ok())
-                    .unwrap_or_else(|| usage())
-            }
-            _ if url.is_none() && !arg.starts_with('-') => url = Some(arg),
-            _ => usage(),
-        }
-    }
-    let url = url.unwrap_or_else(|| usage());
-    let target = target(&url).unwrap_or_else(|| usage());
-    let linger = Duration::from_secs_f64(linger);
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
-    runtime.block_on(async {
-        let mut case = 0u64;
-        loop {
-            run_case(&target, case, linger).await;
-            if once {
-                break;
-            }
-            case += 1;
-        }
-    });
+    let args = common::start(NAME);
+    let target = target(&args.url).unwrap_or_else(|| common::usage(NAME));
+    common::cases(args.once, |case| run_case(&target, case, args.linger));
 }

@@ -22,6 +22,8 @@
 // "hex:..."), byte arrays "hex:...", decimals "<value>E-<scale>", timestamps integer seconds,
 // a float JSON cannot carry as its text, void null.
 
+mod common;
+
 use futures_lite::StreamExt;
 use lapin::options::{
     BasicAckOptions, BasicConsumeOptions, BasicGetOptions, BasicPublishOptions,
@@ -30,6 +32,7 @@ use lapin::options::{
 use lapin::message::Delivery;
 use lapin::types::{AMQPValue, FieldTable};
 use lapin::{BasicProperties, Confirmation, Connection, ConnectionProperties, ErrorKind};
+use common::{emit, float, hex};
 use serde_json::{json, Map, Value};
 use std::sync::Mutex;
 use std::time::Duration;
@@ -41,33 +44,11 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// The reply code of the last connection.close lapin received (its log event says so).
 static SERVER_CLOSE: Mutex<Option<Option<u16>>> = Mutex::new(None);
 
-fn emit(event: &str, case: u64, fields: Value) {
-    let mut line = Map::new();
-    line.insert("event".into(), json!(event));
-    line.insert("case".into(), json!(case));
-    if let Value::Object(more) = fields {
-        line.extend(more);
-    }
-    println!("{}", Value::Object(line)); // stdout is line-buffered: one flush a line
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
 /// A string's octets as text, or as "hex:..." when text would not carry them back.
 fn octets(bytes: &[u8]) -> Value {
     match std::str::from_utf8(bytes) {
         Ok(text) if !text.starts_with("hex:") => json!(text),
         _ => json!(format!("hex:{}", hex(bytes))),
-    }
-}
-
-fn float(f: f64) -> Value {
-    if f.is_finite() {
-        json!(f)
-    } else {
-        json!(f.to_string())
     }
 }
 
@@ -381,45 +362,8 @@ async fn run_case(url: &str, case: u64, linger: Duration) {
     }
 }
 
-fn usage() -> ! {
-    eprintln!("usage: {NAME} URL [--once] [--linger SECONDS]");
-    std::process::exit(2);
-}
-
 fn main() {
-    // a panic on any thread or task is a crash: its message and backtrace, then abort
-    std::panic::set_hook(Box::new(|info| {
-        eprintln!("panic: {info}\n{}", std::backtrace::Backtrace::force_capture());
-        std::process::abort();
-    }));
+    let args = common::start(NAME);
     tracing::subscriber::set_global_default(CloseSpy).expect("one subscriber");
-    let mut url = None;
-    let mut once = false;
-    let mut linger = 10.0f64;
-    let mut args = std::env::args().skip(1);
-    while let Some(arg) = args.next() {
-        match arg.as_str() {
-            "--once" => once = true,
-            "--linger" => {
-                linger = args.next().and_then(|s| s.parse().ok()).unwrap_or_else(|| usage())
-            }
-            _ if url.is_none() && !arg.starts_with('-') => url = Some(arg),
-            _ => usage(),
-        }
-    }
-    let url = url.unwrap_or_else(|| usage());
-    let linger = Duration::from_secs_f64(linger);
-    // two workers: lapin's I/O blocks a worker at times (a current-thread runtime stalls then)
-    let runtime =
-        tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
-    runtime.block_on(async {
-        let mut case = 0u64;
-        loop {
-            run_case(&url, case, linger).await;
-            if once {
-                break;
-            }
-            case += 1;
-        }
-    });
+    common::cases(args.once, |case| run_case(&args.url, case, args.linger));
 }
