@@ -29,6 +29,7 @@ from ..clients.history import (
     replay_at,
     versions_between,
 )
+from ..clients.judge import same_failure
 from ..clients.shims import SHIMS, shim
 from ..clients.targets import client_targets
 from ..engine.replay import replay
@@ -140,7 +141,7 @@ def _replay_client(
     judged = replay_client(data, client, timeout)
     click.echo(f"expected: {data.get('expected', {}).get('text', '?')}")
     click.echo(f"observed: {describe(judged.observed)}")
-    if judged.failed and judged.signature == data.get("signature"):
+    if judged.failed and same_failure(str(data.get("signature")), judged.signature):
         click.echo(f"still failing: {judged.signature}")
         return 1
     if judged.failed:

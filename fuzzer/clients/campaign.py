@@ -35,7 +35,7 @@ from ..protocols.served import Exchange
 from ..records.contract import describe, record, worker_name
 from ..records.reproducers import load_reproducer, write_reproducer
 from ..records.writer import RecordWriter
-from .judge import Judged, as_recorded, judge
+from .judge import Judged, as_recorded, judge, same_failure
 from .process import ShimProcess
 from .shims import ClientError
 from .shrink import shrink_script
@@ -516,9 +516,10 @@ class Lane:
 
         def again() -> Replay:
             now = replay_client(data, client, settings.timeout)
+            seen = now.signature if now.failed else None
             return Replay(
                 judged.signature,
-                now.signature if now.failed else None,
+                judged.signature if same_failure(judged.signature, seen) else seen,
                 str(data.get("expected", {}).get("text", "")),
                 describe(now.observed),
             )

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 import re
+from collections import Counter
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
@@ -23,6 +24,7 @@ _JAVA = re.compile(r"^\s+at (?:[\w.]+@?[\w.]*/)?([\w.$]+)\.([\w$<>]+)\(.*\)$")
 _GO_FUNC = re.compile(r"^(\S.*)\([^()]*\)$")
 _RUST_AT = re.compile(r"panicked at (.+?):\d+:\d+:?$")
 _RUST_SYMBOL = re.compile(r"^\s+\d+: (\S+)")
+_OVERFLOW = re.compile(r"StackOverflowError|RecursionError|stack overflow|call stack size exceeded")
 _RUST_FILE = re.compile(r"^\s+at \S+\.rs:\d+")  # a Rust backtrace's frame's place
 _RUBY = re.compile(r"^\s*(?:from )?(/\S+?):\d+:in [`'](?:\S+[#.])?([^']+)'")
 _VERSIONED = re.compile(r"-\d+\.\d+\.\d+\S*$")  # a crate's folder: lapin-4.12.3
@@ -38,32 +40,34 @@ _RUST_RUNTIME = (
 
 
 def frame_of(stderr: Sequence[str]) -> str:
-    """The innermost frame of the stack on ``stderr`` that is not the runtime's, or ``""``."""
+    """The innermost frame of the stack on ``stderr`` that is not the runtime's, or ``""``; of
+    a stack that overflowed, the frame it repeats most (where the stack ran out is chance)."""
+    lines = list(stderr)
+    overflow = any(_OVERFLOW.search(x) for x in lines)
     for reader in (_rust, _go, _java, _python, _node, _ruby):
-        found = reader(list(stderr))
-        if found:
-            return found
+        found = list(itertools.islice(reader(lines), None if overflow else 1))
+        if found:  # (most_common keeps the innermost of equals first)
+            return Counter(found).most_common(1)[0][0] if overflow else found[0]
     return ""
 
 
-def _python(lines: list[str]) -> str:
+def _python(lines: list[str]) -> Iterator[str]:
     for line in reversed(lines):
         found = _PYTHON.match(line)
         if found is None:
             continue
         path, function = found.groups()
-        for marker in _LIBRARIES:
-            if marker in path:
-                return f"{path.rsplit(marker, 1)[1]}:{function}"
+        library = next((path.rsplit(m, 1)[1] for m in _LIBRARIES if m in path), None)
         asked = _VERSION_BUILD.search(path)  # a library installed at a version asked for
-        if asked is not None:
-            return f"{path[asked.end() :]}:{function}"
-        if Path(path).is_relative_to(SHIMS_DIR) or not _PYTHON_LIB.search(path):
-            return f"shim {Path(path).name}:{function}"  # (the program's own, not Python's)
-    return ""
+        if library is not None:
+            yield f"{library}:{function}"
+        elif asked is not None:
+            yield f"{path[asked.end() :]}:{function}"
+        elif Path(path).is_relative_to(SHIMS_DIR) or not _PYTHON_LIB.search(path):
+            yield f"shim {Path(path).name}:{function}"  # (the program's own, not Python's)
 
 
-def _node(lines: list[str]) -> str:
+def _node(lines: list[str]) -> Iterator[str]:
     for line in lines:
         found = _NODE.match(line)
         if found is None:
@@ -72,15 +76,15 @@ def _node(lines: list[str]) -> str:
         if path.startswith("node:"):
             continue
         if "node_modules/" in path:
-            return f"{path.rsplit('node_modules/', 1)[1]}:{function}"
-        return f"shim {Path(path).name}:{function}"
-    return ""
+            yield f"{path.rsplit('node_modules/', 1)[1]}:{function}"
+        else:
+            yield f"shim {Path(path).name}:{function}"
 
 
-def _go(lines: list[str]) -> str:
+def _go(lines: list[str]) -> Iterator[str]:
     running = next((i for i, x in enumerate(lines) if re.match(r"^goroutine \d+ \[", x)), None)
     if running is None:
-        return ""
+        return
     for line in lines[running + 1 :]:
         if not line.strip() or line.startswith("goroutine "):
             break
@@ -89,11 +93,9 @@ def _go(lines: list[str]) -> str:
             continue
         function = found.group(1)
         if function.startswith("main."):
-            return f"shim main.go:{function.removeprefix('main.')}"
-        if "/" not in function or "." not in function.split("/")[0]:
-            continue  # the runtime's or the standard library's (no domain in its path)
-        return function
-    return ""
+            yield f"shim main.go:{function.removeprefix('main.')}"
+        elif "/" in function and "." in function.split("/")[0]:
+            yield function  # (no domain in its path: the runtime's or the standard library's)
 
 
 def _blocks(lines: list[str]) -> Iterator[list[str]]:
@@ -104,9 +106,7 @@ def _blocks(lines: list[str]) -> Iterator[list[str]]:
     return reversed(blocks)
 
 
-def _java(lines: list[str]) -> str:
-    if not any(_JAVA.match(x) for x in lines):
-        return ""
+def _java(lines: list[str]) -> Iterator[str]:
     for block in _blocks(lines):
         for line in block:
             found = _JAVA.match(line)
@@ -116,9 +116,9 @@ def _java(lines: list[str]) -> str:
             if owner.startswith(_JAVA_RUNTIME):
                 continue
             if "." not in owner:  # the shims' classes are in no package
-                return f"shim {owner}.java:{method}"
-            return f"{owner}.{method}"
-    return ""
+                yield f"shim {owner}.java:{method}"
+            else:
+                yield f"{owner}.{method}"
 
 
 def _crate(path: str) -> str | None:
@@ -130,16 +130,18 @@ def _crate(path: str) -> str | None:
     return f"{_VERSIONED.sub('', crate)}/{rest}"
 
 
-def _rust(lines: list[str]) -> str:
+def _rust(lines: list[str]) -> Iterator[str]:
     at = next((m.group(1) for x in lines if (m := _RUST_AT.search(x))), None)
     if at is not None:
         crate = _crate(at)
         if crate is not None:
-            return crate
+            yield crate
+            return
         if "/rustc/" not in at and "/library/" not in at:
-            return f"shim {Path(at).name}"
+            yield f"shim {Path(at).name}"
+            return
     elif not any(_RUST_FILE.match(x) for x in lines):
-        return ""  # no panic and no Rust backtrace (an abort's, say): not Rust's stack
+        return  # no panic and no Rust backtrace (an abort's, say): not Rust's stack
     for line in lines:  # the standard library's frames: the first frame outside it
         found = _RUST_SYMBOL.match(line)
         if found is None:
@@ -150,12 +152,12 @@ def _rust(lines: list[str]) -> str:
         if symbol.startswith(_RUST_RUNTIME):
             continue
         if symbol.startswith("amqpfuzz_shim_"):
-            return f"shim main.rs:{symbol.split('::', 1)[-1]}"
-        return re.sub(r"::h[0-9a-f]{16}$", "", symbol)
-    return ""
+            yield f"shim main.rs:{symbol.split('::', 1)[-1]}"
+        else:
+            yield re.sub(r"::h[0-9a-f]{16}$", "", symbol)
 
 
-def _ruby(lines: list[str]) -> str:
+def _ruby(lines: list[str]) -> Iterator[str]:
     for line in lines:
         found = _RUBY.match(line)
         if found is None:
@@ -163,7 +165,6 @@ def _ruby(lines: list[str]) -> str:
         path, function = found.groups()
         if "/gems/" in path or "vendor_ruby/" in path:
             tail = path.split("/gems/")[-1].split("vendor_ruby/")[-1]
-            return f"{_GEM.sub('', tail)}:{function}"
-        if "/lib/ruby/" not in path:
-            return f"shim {Path(path).name}:{function}"
-    return ""
+            yield f"{_GEM.sub('', tail)}:{function}"
+        elif "/lib/ruby/" not in path:
+            yield f"shim {Path(path).name}:{function}"

@@ -19,6 +19,7 @@ from typing import Any
 from ..records.contract import describe
 from .builds import parse_spec
 from .campaign import replay_client
+from .judge import same_failure
 from .registries import exists, is_release, published, version_key
 from .shims import ClientError, shim
 from .targets import ClientTarget
@@ -87,7 +88,7 @@ def replay_at(data: Mapping[str, Any], name: str, version: str, timeout: float) 
     for _ in range(CONFIRM):
         judged = replay_client(data, client, timeout)
         seen = describe(judged.observed)
-        if judged.failed and judged.signature == wanted:
+        if judged.failed and same_failure(wanted, judged.signature):
             return Step(version, "failing", judged.signature, seen)
         if judged.failed:
             return Step(version, "other", judged.signature, seen)

@@ -33,7 +33,7 @@ from .process import Died
 if TYPE_CHECKING:
     from amqpfuzz.strategies import Reaction
 
-__all__ = ["Judged", "as_recorded", "judge", "observed_of"]
+__all__ = ["Judged", "as_recorded", "judge", "observed_of", "same_failure"]
 
 _NUMBERS = re.compile(r"\d+")
 _CLOSES = tuple(
@@ -163,6 +163,17 @@ def judge(
     return _reaction(script, ex, played, observed, events, close_code, failed) or Judged(
         observed, events=list(events)
     )
+
+
+_FRAME = re.compile(r" in (?:shim )?\S+$")
+
+
+def same_failure(found: str, now: str | None) -> bool:
+    """Whether a replay failed as the case did: the same signature, a crash's frame left out
+    (where a library's stack runs out, or which thread rethrows its error first, is chance)."""
+    if now is None or not found.startswith(("crash:", "resource:")):
+        return now == found
+    return _FRAME.sub("", found) == _FRAME.sub("", now)
 
 
 def _reaction(

@@ -11,6 +11,7 @@ import pytest
 from amqpfuzz.fuzzer.clients.builds import parse_spec, wanted
 from amqpfuzz.fuzzer.clients.frames import frame_of
 from amqpfuzz.fuzzer.clients.history import Step, first_change, history, parse_range
+from amqpfuzz.fuzzer.clients.judge import same_failure
 from amqpfuzz.fuzzer.clients.process import Died, _parsed, _what_ended
 from amqpfuzz.fuzzer.clients.registries import is_release, version_key
 from amqpfuzz.fuzzer.clients.shims import SHIMS_DIR, ClientError
@@ -213,3 +214,27 @@ def test_a_rust_abort_s_backtrace_names_the_library_not_a_node_frame() -> None:
     ]
     assert frame_of(lines) == "lapin::buffer::Buffer::grow"
     assert frame_of(["memory allocation of 8 bytes failed"]) == ""
+
+
+def test_an_overflowed_stack_is_named_by_the_frame_it_repeats() -> None:
+    recursing = ["\tat org.apache.qpid.protonj2.codec.Decoder.readList(Decoder.java:1)"] * 30
+    lines = [
+        'Exception in thread "netty" java.lang.StackOverflowError',
+        "\tat io.netty.buffer.AbstractByteBuf.checkIndex(AbstractByteBuf.java:1)",
+        *recursing,
+    ]
+    assert frame_of(lines) == "org.apache.qpid.protonj2.codec.Decoder.readList"
+    python = ["Traceback (most recent call last):"]
+    python += ['  File "/v/site-packages/pika/data.py", line 9, in decode_table'] * 5
+    python += ['  File "/v/site-packages/pika/data.py", line 3, in _decode', "RecursionError: x"]
+    assert frame_of(python) == "pika/data.py:decode_table"
+
+
+def test_a_crash_replayed_elsewhere_in_its_stack_is_the_same_failure() -> None:
+    first = "crash:protonj2:unknown-descriptor:connection-close/amqp:decode-error->X in a.B.c"
+    assert same_failure(first, first.replace("a.B.c", "d.E.f"))
+    assert same_failure("crash:x:valid:reply->E in shim s.py:f", "crash:x:valid:reply->E in g.h")
+    assert not same_failure(first, first.replace("->X", "->Y"))
+    assert not same_failure(first, None)
+    # (only a crash's frame: other failures compare whole)
+    assert not same_failure("reaction:x:a:b->error in a", "reaction:x:a:b->error in b")
