@@ -34,6 +34,7 @@ SERVING_OPERATORS: tuple[str, ...] = (
     "body-alone",
     "header-alone",
     "header-class",
+    "header-undersized",
     "above-frame-max",
     "headers-table-type",
     "property-flags",

@@ -1,5 +1,5 @@
 """Server-side 0-8/0-9/0-9-1 operators on a delivery's content: body sizes, bodies and
-headers alone or of another class, frames over frame-max, header table types and property
+headers alone, of another class or shorter than a header's fixed fields, frames over frame-max, header table types and property
 flags, a method within content, a delivery on a channel not open.
 
 Section 4.2.6 answers incomplete or badly formatted content ("missing content headers, wrong
@@ -117,6 +117,24 @@ def header_class(src: Source, strike: Strike) -> Built:
     broken = wire._replace(payload=raw.short(other) + wire.payload[2:], note=f"with class {other}")
     steps = (wired(strike, method), broken, *(wired(strike, b) for b in bodies))
     return Built(steps, method.name, f"header class {other}", frames=(method,))
+
+
+@server(
+    Point.DELIVER,
+    "header-undersized",
+    "content header",
+    "cuts a content header frame short of its fixed fields (class, weight, body size, flags), "
+    "its size field telling the truth",
+    ("frame-error",),  # a frame the client cannot decode: the constant's own definition
+    "frame",
+)
+def header_undersized(src: Source, strike: Strike) -> Built:
+    method, header, bodies = struck_content(strike)
+    wire = wired(strike, header)
+    kept = src.between(0, 13)  # (class 2, weight 2, body-size 8, flags 2: 14 octets at least)
+    broken = wire._replace(payload=wire.payload[:kept], note=f"header of {kept} octets")
+    steps = (wired(strike, method), broken, *(wired(strike, b) for b in bodies))
+    return Built(steps, method.name, f"content header of {kept} octets", frames=(method,))
 
 
 @server(
