@@ -8,10 +8,22 @@ The families' length operators (``serving/operators/lengths.py``) find the field
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Protocol
 
 from .source import Source
 
-__all__ = ["DIRECTIONS", "Direction", "has_lie", "lie"]
+__all__ = ["DIRECTIONS", "Direction", "Sized", "has_lie", "lie"]
+
+
+class Sized(Protocol):
+    """A length field: ``width`` octets, ``room`` the largest value that runs past nothing."""
+
+    @property
+    def width(self) -> int: ...
+
+    @property
+    def room(self) -> int: ...
+
 
 Direction = Callable[[int, int, Source], int | None]
 
@@ -47,14 +59,14 @@ DIRECTIONS: dict[str, tuple[Direction, str]] = {
 }
 
 
-def has_lie(direction: str, width: int, room: int) -> bool:
-    """Whether ``direction`` has a value for such a field (reading nothing)."""
+def has_lie(direction: str, site: Sized) -> bool:
+    """Whether ``direction`` has a value for the field ``site`` (reading nothing)."""
     fn, _ = DIRECTIONS[direction]
-    return fn(width, room, Source(b"")) is not None
+    return fn(site.width, site.room, Source(b"")) is not None
 
 
-def lie(direction: str, width: int, room: int, src: Source) -> int | None:
-    """The lying value ``direction`` gives such a field, read from ``src`` (None: it has none,
-    and reads nothing)."""
+def lie(direction: str, site: Sized, src: Source) -> int | None:
+    """The lying value ``direction`` gives the field ``site``, read from ``src`` (None: it has
+    none there, and reads nothing)."""
     fn, _ = DIRECTIONS[direction]
-    return fn(width, room, src) if has_lie(direction, width, room) else None
+    return fn(site.width, site.room, src) if has_lie(direction, site) else None

@@ -6,28 +6,12 @@
 // timestamps integer seconds, floats JSON cannot carry as strings, 64-bit integers as numbers.
 'use strict';
 
-const { emit, parseArgs } = require('./common.js');
+const { PROPERTY_NAMES, emit, parseArgs } = require('./common.js');
 
 const amqp = require('amqplib');
 
 const QUEUE = 'amqpfuzz-shim';
 const NAME = 'amqplib';
-const PROPERTY_NAMES = {
-  contentType: 'content-type',
-  contentEncoding: 'content-encoding',
-  headers: 'headers',
-  deliveryMode: 'delivery-mode',
-  priority: 'priority',
-  correlationId: 'correlation-id',
-  replyTo: 'reply-to',
-  expiration: 'expiration',
-  messageId: 'message-id',
-  timestamp: 'timestamp',
-  type: 'type',
-  userId: 'user-id',
-  appId: 'app-id',
-  clusterId: 'cluster-id',
-};
 
 function jsonable(value) {
   if (Buffer.isBuffer(value)) return `hex:${value.toString('hex')}`;

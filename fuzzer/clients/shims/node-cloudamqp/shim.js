@@ -25,28 +25,13 @@
 // AMQPError "timeout"), set to 10 s instead of its 60 s; heartbeats stay off (its default).
 'use strict';
 
-const { emit, parseArgs } = require('./common.js');
+const { PROPERTY_NAMES, emit, parseArgs } = require('./common.js');
 
 const { AMQPClient, AMQPError } = require('@cloudamqp/amqp-client');
 
 const QUEUE = 'amqpfuzz-shim';
 const NAME = 'cloudamqp';
 const CONNECT_TIMEOUT_MS = 10000;
-const PROPERTY_NAMES = {
-  contentType: 'content-type',
-  contentEncoding: 'content-encoding',
-  headers: 'headers',
-  deliveryMode: 'delivery-mode',
-  priority: 'priority',
-  correlationId: 'correlation-id',
-  replyTo: 'reply-to',
-  expiration: 'expiration',
-  messageId: 'message-id',
-  timestamp: 'timestamp',
-  type: 'type',
-  userId: 'user-id',
-  appId: 'app-id',
-};
 // the plain Errors the library rejects with by design
 const LIBRARY_MESSAGES = new Set(['Message rejected', 'Connection closed by client']);
 const SERVER_CLOSE = /^connection closed: ([\s\S]*) \((\d+)\)$/;

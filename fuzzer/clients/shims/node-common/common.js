@@ -1,7 +1,27 @@
 // What the Node client shims share (node-amqplib, node-rhea, node-cloudamqp): their command
-// line and the JSON lines they print. amqpfuzz copies this file beside each shim.js when it
-// builds one (fuzzer/clients/builds.py), which reads it as require('./common.js').
+// line, the JSON lines they print and the 0-9-1 property names. amqpfuzz copies this file
+// beside each shim.js when it builds one (fuzzer/clients/builds.py), which reads it as
+// require('./common.js').
 'use strict';
+
+// The 0-9-1 basic properties by the camelCase names the Node libraries give them, in the
+// specification's words (a library that keeps no cluster-id never has that one).
+const PROPERTY_NAMES = {
+  contentType: 'content-type',
+  contentEncoding: 'content-encoding',
+  headers: 'headers',
+  deliveryMode: 'delivery-mode',
+  priority: 'priority',
+  correlationId: 'correlation-id',
+  replyTo: 'reply-to',
+  expiration: 'expiration',
+  messageId: 'message-id',
+  timestamp: 'timestamp',
+  type: 'type',
+  userId: 'user-id',
+  appId: 'app-id',
+  clusterId: 'cluster-id',
+};
 
 // One event: its name and case first, then its fields.
 function emit(event, n, fields) {
@@ -25,4 +45,4 @@ function parseArgs(argv) {
   return args;
 }
 
-module.exports = { emit, parseArgs };
+module.exports = { PROPERTY_NAMES, emit, parseArgs };

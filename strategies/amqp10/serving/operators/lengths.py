@@ -67,13 +67,8 @@ class Site:
     what: str
 
 
-def _has(direction: str, site: Site) -> bool:
-    return has_lie(direction, site.width, site.room)
-
-
-def direction_value(direction: str, site: Site, src: Source) -> int | None:
-    """The lying value ``direction`` gives ``site`` (None: it has none there)."""
-    return lie(direction, site.width, site.room, src)
+_has = has_lie
+direction_value = lie  # (the lying value a direction gives a site: lies.py)
 
 
 # -- the sites --------------------------------------------------------------------------------
