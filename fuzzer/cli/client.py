@@ -45,7 +45,7 @@ def client_list() -> None:
 def client_build(names: tuple[str, ...]) -> None:
     """Build the named clients' shims (all by default) where their sources changed; NAME@VERSION
     fetches that version from the library's registry and builds it into the machine's cache."""
-    asked = [(name, wanted(*parse_spec(spec))) for spec in names for name in [spec.split("@")[0]]]
+    asked = [(name, wanted(name, at)) for name, at in map(parse_spec, names)]
     for name, at in asked or [(n, None) for n in SHIMS]:
         for done in build([name], at=at):
             called = f"{done.name}@{at}" if at else done.name

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..cache import cache_root
-from .registries import REGISTRIES, exists, published, version_key
+from .registries import REGISTRIES, exists, plain, published, version_key
 from .shims import (
     SHIMS,
     STAMP,
@@ -73,7 +73,7 @@ def wanted(name: str, requested: str | None) -> str | None:
     if requested is None:
         return None
     item = shim(name)
-    asked = requested.removeprefix("v") if item.registry == "go" else requested
+    asked = plain(item.registry, requested)
     current = item.pinned or version(name)
     if item.registry == "deb":
         if current is not None and (asked == current or current.startswith(f"{asked}-")):

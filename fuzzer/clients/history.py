@@ -20,7 +20,7 @@ from ..records.contract import describe
 from .builds import parse_spec
 from .campaign import replay_client
 from .judge import same_failure
-from .registries import exists, is_release, published, version_key
+from .registries import exists, is_release, plain, published, version_key
 from .shims import ClientError, shim
 from .targets import ClientTarget
 
@@ -62,10 +62,9 @@ def versions_between(name: str, low: str, high: str) -> list[str]:
     if item.registry == "deb":
         raise ClientError(f"{name} is Debian's package {item.package}: it has one version here")
     listed = published(item.registry, item.package)
-    go = item.registry == "go"
-    low, high = (v.removeprefix("v") if go else v for v in (low, high))
+    low, high = plain(item.registry, low), plain(item.registry, high)
     for end in (low, high):
-        if end not in listed and not (go and exists(item.registry, item.package, end)):
+        if not exists(item.registry, item.package, end):
             raise ClientError(f"{name}@{end}: {item.package} has published no version {end}")
     if version_key(low) > version_key(high):
         raise ClientError(f"{name}@{low}..{high}: the first version is newer than the last")

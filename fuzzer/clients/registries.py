@@ -26,6 +26,7 @@ __all__ = [
     "exists",
     "go_path",
     "is_release",
+    "plain",
     "published",
     "version_key",
 ]
@@ -137,6 +138,11 @@ def _crates(name: str) -> list[str]:
 
 
 _READERS = {"python": _pypi, "npm": _npm, "maven": _maven, "go": _go, "crates": _crates}
+
+
+def plain(kind: str, version: str) -> str:
+    """A version as :func:`published` lists it (Go's without the ``v`` its tags carry)."""
+    return version.removeprefix("v") if kind == "go" else version
 
 
 def exists(kind: str, package: str, version: str) -> bool:
