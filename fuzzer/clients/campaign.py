@@ -565,7 +565,11 @@ def _reproduce(
         "oracle": judged.oracle,
         "message": judged.message,
         "operator": script.operator.name if script.operator else None,
-        "operators": list(settings.operators) if settings.operators is not None else None,
+        # the catalogue as it stands, by name: a catalogue that grows later leaves the blob
+        # reading the same operator (an index into these names)
+        "operators": list(
+            settings.operators or serving_of(settings.protocol).operators(settings.protocol)
+        ),
         "valid_share": settings.valid_share,
         "blob": script.blob.hex(),
         "timeout": settings.timeout,

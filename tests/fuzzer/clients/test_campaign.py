@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from amqpfuzz.fuzzer.clients.campaign import ClientSettings, run_clients
+from amqpfuzz.fuzzer.clients.campaign import ClientSettings, run_clients, serving_of
 from amqpfuzz.fuzzer.clients.targets import ClientTarget
-from amqpfuzz.fuzzer.records import read_records
+from amqpfuzz.fuzzer.records import load_reproducer, read_records
 
 PIKA_SHIM = Path(__file__).parents[3] / "fuzzer" / "clients" / "shims" / "pika_shim.py"
 AMQPFUZZ = shutil.which("amqpfuzz", path=str(Path(sys.executable).parent)) or "amqpfuzz"
@@ -176,6 +176,11 @@ def test_a_shim_that_dies_is_a_crash_and_is_started_again(tmp_path: Path) -> Non
     assert list(outcome.failures) == [
         "crash:crashing:valid:reply->KeyError in shim crashing.py:<module>"
     ]
+    # its reproducer names the catalogue it was drawn from: a catalogue that grows later
+    # leaves the blob reading the same script
+    (path,) = outcome.reproducers.values()
+    catalogue = serving_of("0-9-1").operators("0-9-1")
+    assert load_reproducer(path)["operators"] == list(catalogue)
 
 
 def test_a_crash_reproducer_served_to_a_sound_client_is_fixed(tmp_path: Path) -> None:

@@ -4,11 +4,13 @@ changes, and where a shim died (its own code or its library's)."""
 
 from __future__ import annotations
 
+import random
 from collections.abc import Callable
 
 import pytest
 
 from amqpfuzz.fuzzer.clients.builds import parse_spec, wanted
+from amqpfuzz.fuzzer.clients.campaign import serving_of
 from amqpfuzz.fuzzer.clients.frames import frame_of
 from amqpfuzz.fuzzer.clients.history import Step, first_change, history, parse_range
 from amqpfuzz.fuzzer.clients.judge import same_failure
@@ -238,3 +240,15 @@ def test_a_crash_replayed_elsewhere_in_its_stack_is_the_same_failure() -> None:
     assert not same_failure(first, None)
     # (only a crash's frame: other failures compare whole)
     assert not same_failure("reaction:x:a:b->error in a", "reaction:x:a:b->error in b")
+
+
+@pytest.mark.parametrize("protocol", ["0-9-1", "1.0"])
+def test_the_catalogue_by_name_reads_each_blob_as_the_whole_catalogue_does(protocol: str) -> None:
+    serving = serving_of(protocol)
+    names = serving.operators(protocol)
+    _, whole = serving.scripts(protocol, None, 0.2)
+    _, named = serving.scripts(protocol, names, 0.2)
+    rnd = random.Random(7)
+    for _ in range(200):
+        blob = rnd.randbytes(256)
+        assert whole(blob).label == named(blob).label
