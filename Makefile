@@ -44,7 +44,7 @@ system-packages:
 $(STAMP): pyproject.toml
 	@[ -x $(BIN)/python ] || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[dev]'
+	$(BIN)/python -m pip install -q -e '.[dev,connect]'
 	@touch $@
 
 # The client shims that need building (C, Go, Node, Java, Rust), into the venv's

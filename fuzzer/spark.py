@@ -4,27 +4,39 @@ each can use it without the other.
 
 A local session is sized for a small machine (two cores: few shuffle partitions, no UI) and
 keeps Spark's own console output (log lines, JVM warnings, progress bars) in a log file, so
-that the command prints only what it means to. A remote session talks Spark Connect.
+that the command prints only what it means to. A remote session talks Spark Connect; a Connect
+server of this machine is started from pyspark's own jars (:func:`connect_server`).
 """
 
 from __future__ import annotations
 
 import os
+import socket
+import subprocess
+import sys
 import tempfile
+import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlparse
 
+import pyspark
 from pyspark.errors import PySparkException
 from pyspark.sql import SparkSession
 
 from amqpfuzz.spec import AmqpfuzzError
 
+from .children import die_with_parent
+
 __all__ = [
     "FAST_START",
     "LOCAL_CONF",
     "SPARK_LOG",
+    "ConnectServer",
     "SessionError",
+    "connect_server",
     "local_session",
     "remote_session",
 ]
@@ -91,7 +103,15 @@ def local_session(
 
 
 def remote_session(url: str, *, app_name: str = "amqpfuzz-report") -> SparkSession:
-    """A Spark Connect session (``sc://host:port``); needs ``pyspark[connect]``'s packages."""
+    """A Spark Connect session (``sc://host:port``); needs ``pyspark[connect]``'s packages.
+    Nobody listening there is one error at once (the client itself would retry for minutes)."""
+    parsed = urlparse(url)
+    try:
+        with socket.create_connection((parsed.hostname or "", parsed.port or 15002), timeout=10):
+            pass
+    except (OSError, ValueError) as exc:
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise SessionError(f"cannot reach Spark Connect at {url}: {why}") from None
     try:
         session = SparkSession.builder.remote(url).appName(app_name).getOrCreate()
         session.version  # noqa: B018 -- the first call to the server: is anyone there?
@@ -99,7 +119,95 @@ def remote_session(url: str, *, app_name: str = "amqpfuzz-report") -> SparkSessi
     except ImportError as exc:
         raise SessionError(
             f"Spark Connect needs pyspark's connect packages ({exc}): "
-            "pip install 'pyspark[connect]'"
+            "pip install 'amqpfuzz[connect]'"
         ) from None
     except PySparkException as exc:
         raise SessionError(f"cannot reach Spark Connect at {url}: {exc}") from None
+
+
+CONNECT_SERVER = "org.apache.spark.sql.connect.service.SparkConnectServer"
+# what a process that made a Connect session has in its environment (pyspark puts it there):
+# the server and its Python workers are classic Spark, and must not see it
+_CONNECT_CLIENT = (
+    "SPARK_REMOTE",
+    "SPARK_CONNECT_MODE_ENABLED",
+    "SPARK_LOCAL_REMOTE",
+    "SPARK_API_MODE",
+)
+
+
+@dataclass(frozen=True)
+class ConnectServer:
+    """A Spark Connect server this process started: its URL, its process."""
+
+    url: str
+    process: subprocess.Popen[bytes]
+
+
+@contextmanager
+def connect_server(
+    port: int,
+    *,
+    host: str = "127.0.0.1",
+    master: str = DEFAULT_MASTER,
+    conf: Mapping[str, str] | None = None,
+    log: Path = SPARK_LOG,
+    timeout: float = 120.0,
+) -> Iterator[ConnectServer]:
+    """A Spark Connect server on this machine (its ``master`` ``local[N]`` or a cluster's),
+    started from pyspark's own jars, its Python workers running this interpreter (so that
+    amqpfuzz's tasks import amqpfuzz), from when it listens. It ends with the
+    block, and with this process, SIGKILL included; its console output goes to ``log``."""
+    with socket.socket() as probe:  # someone else's server there would look like ours
+        try:
+            probe.bind((host, port))
+        except OSError as exc:
+            raise SessionError(
+                f"cannot start Spark Connect on {host}:{port}: {exc.strerror}"
+            ) from None
+    home = Path(pyspark.__file__).parent
+    settings = {**LOCAL_CONF, **(conf or {}), "spark.connect.grpc.binding.address": host,
+                "spark.connect.grpc.binding.port": str(port)}  # fmt: skip
+    command = [str(home / "bin" / "spark-submit"), "--class", CONNECT_SERVER, "--name",
+               "amqpfuzz Spark Connect server", "--master", master]  # fmt: skip
+    for key, value in settings.items():
+        command += ["--conf", f"{key}={value}"]
+    # SPARK_CONNECT_MODE=0: the server's own pyspark is a classic one (as Spark's script says)
+    env = {k: v for k, v in os.environ.items() if k not in _CONNECT_CLIENT}
+    env |= {"SPARK_HOME": str(home), "PYSPARK_PYTHON": sys.executable, "SPARK_CONNECT_MODE": "0"}
+    with log.open("ab") as sink:
+        server = subprocess.Popen(
+            command, stdin=subprocess.DEVNULL, stdout=sink, stderr=sink, env=env,
+            start_new_session=True, preexec_fn=die_with_parent,
+        )  # fmt: skip
+    try:
+        _listening(server, host, port, timeout, log)
+        yield ConnectServer(f"sc://{'127.0.0.1' if host == '0.0.0.0' else host}:{port}", server)
+    finally:
+        server.terminate()
+        try:
+            server.wait(30)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
+
+
+def _listening(
+    server: subprocess.Popen[bytes], host: str, port: int, timeout: float, log: Path
+) -> None:
+    """Wait until ``server`` takes connections on ``port``; SessionError if it ends first or
+    takes longer than ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if server.poll() is not None:
+            raise SessionError(
+                f"the Spark Connect server ended (status {server.returncode}) before it "
+                f"listened on {host}:{port}; see {log}"
+            )
+        try:
+            with socket.create_connection((host, port), timeout=1.0):
+                return
+        except OSError:
+            time.sleep(0.2)  # not listening yet
+    raise SessionError(f"the Spark Connect server did not listen on {host}:{port} in "
+                       f"{timeout:g} s; see {log}")  # fmt: skip

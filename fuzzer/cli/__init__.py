@@ -32,6 +32,7 @@ LAZY_COMMANDS = {
     "client": "amqpfuzz.fuzzer.cli.client:client_group",
     "scenarios": "amqpfuzz.fuzzer.cli.scenarios:scenarios_command",
     "report": "amqpfuzz.reports.cli:report_command",
+    "spark-connect": "amqpfuzz.fuzzer.cli.connect:spark_connect_command",
 }
 
 

@@ -3,7 +3,8 @@
 Each ``--url`` and each ``--broker`` (a throwaway broker the shard starts on its executor) is
 fuzzed by ``--shards`` shards, each with its own seed and the whole ``--duration``; with
 ``--client``, each client library is, by as many shards (amqpfuzz playing the broker to it). The driver
-shows the shards done, cases, failures and distinct signatures as shards finish, writes the
+shows the shards done, cases, failures and distinct signatures as the shards go (from the
+progress files they keep in the output: :mod:`amqpfuzz.fuzzer.cluster.progress`), writes the
 run's totals beside the output, and prints the summary; a shard that could not run is one line.
 """
 
@@ -11,10 +12,13 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 from collections.abc import Sequence
 from typing import Any
 
 from rich.console import Console
+from rich.live import Live
+from rich.text import Text
 
 from ..clients.campaign import ClientSettings, Differential, Outcome
 from ..cluster import ClientShard, Shard, SparkRun, plan, plan_clients, run_on_spark
@@ -23,7 +27,7 @@ from ..cluster.job import SUBMITTED, SparkProgress
 from ..engine.campaign import CampaignSettings
 from ..engine.events import RunFinished, TargetSummary
 from ..recording import write_totals
-from ..spark import FAST_START, SessionError, local_session
+from ..spark import FAST_START, SessionError, local_session, remote_session
 from .console import BadInput
 from .serve import summary as client_summary
 from .summary import summarize
@@ -63,9 +67,8 @@ def run_spark(
         allow_remote=allow_remote, coverage=coverage,
     )  # fmt: skip
     result = _job(master, run_id, work, out, console, settings.seed)
-    local = result.output.rsplit("/spark-", 1)[0]
-    if "://" not in local or local.startswith("file:"):
-        write_totals(local.removeprefix("file:"), run_id, settings.protocol)
+    if result.here:  # (on this machine's file system)
+        write_totals(result.output.rsplit("/spark-", 1)[0], run_id, settings.protocol)
     return _summary(result, console, settings.seed, flaky_fails)
 
 
@@ -111,19 +114,16 @@ def _job(
     console: Console,
     seed: int,
 ) -> SparkRun:
-    """The shards run on ``master``'s session (made here, stopped after), their progress
-    shown as shards finish."""
+    """The shards run on ``master``'s session (made here, stopped after; ``sc://``: a Spark
+    Connect server's), their progress shown as they go."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # executors run this interpreter
-    if master.startswith("sc://"):
-        raise BadInput(
-            f"--spark {master}: Spark Connect cannot run amqpfuzz's campaign tasks (they need "
-            "the RDD API); give a master URL, or run under spark-submit"
-        )
     try:
         if master == SUBMITTED:
             from pyspark.sql import SparkSession
 
             spark = SparkSession.builder.appName(f"amqpfuzz-run-{run_id}").getOrCreate()
+        elif master.startswith("sc://"):  # its executors' Python is the server's
+            spark = remote_session(master, app_name=f"amqpfuzz-run-{run_id}")
         else:
             # the driver plans shards and reads summaries: the records never pass through it
             spark = local_session(master, CAMPAIGN_CONF, app_name=f"amqpfuzz-run-{run_id}")
@@ -134,18 +134,51 @@ def _job(
         f"{seed}..{seed + len(work) - 1}: " + ", ".join(sorted({s.where for s in work})),
         highlight=False,
     )
-
-    def show(now: SparkProgress) -> None:
-        console.print(
-            f"shards {now.done}/{now.shards} done: {now.cases} cases, {now.failures} "
-            f"failures, {now.signatures} signatures",
-            highlight=False,
-        )
-
+    shown = _Shown(console)
     try:
-        return run_on_spark(spark, work, out, progress=show)
+        return run_on_spark(spark, work, out, progress=shown)
+    except BaseException:
+        if master.startswith("sc://"):  # the server's job goes on unless it is told to stop
+            spark.interruptAll()
+        raise
     finally:
+        shown.close()
         spark.stop()
+
+
+class _Shown:
+    """The driver's progress line: live on a terminal; otherwise a line when a shard ends,
+    and one every few seconds (CI logs), and always the last."""
+
+    def __init__(self, console: Console, every: float = 5.0) -> None:
+        self.console, self.every = console, every
+        self._live: Live | None = None
+        self._last: tuple[float, int] = (0.0, -1)  # when a line was printed, shards done then
+        self._said = ""
+
+    def __call__(self, now: SparkProgress) -> None:
+        line = Text(
+            f"shards {now.done}/{now.shards} done: {now.cases} cases, {now.failures} "
+            f"failures, {now.signatures} signatures"
+        )
+        finished = now.done == now.shards
+        if self.console.is_terminal and not finished:
+            if self._live is None:
+                self._live = Live(line, console=self.console, transient=True)
+                self._live.start()
+            self._live.update(line)
+            return
+        if line.plain == self._said:
+            return
+        if finished or now.done != self._last[1] or time.monotonic() - self._last[0] >= self.every:
+            self.close()
+            self.console.print(line)
+            self._last, self._said = (time.monotonic(), now.done), line.plain
+
+    def close(self) -> None:
+        if self._live is not None:
+            self._live.stop()
+            self._live = None
 
 
 def _summary(result: SparkRun, console: Console, seed: int, flaky_fails: bool) -> int:

@@ -12,7 +12,6 @@ dies with its parent (``PR_SET_PDEATHSIG``), so a killed campaign leaves no shim
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import json
 import os
 import queue
@@ -29,24 +28,19 @@ from typing import Any
 
 from amqpfuzz.spec import AmqpfuzzError
 
+from ..children import die_with_parent
 from .frames import frame_of
 
 __all__ = ["Died", "Hearing", "ShimError", "ShimProcess"]
 
 FINAL = ("closed", "error")  # the events that end a case
 _RUBY = re.compile(r"^\S+:\d+:in .*\(([A-Z][\w:]*)\)$")
-_PR_SET_PDEATHSIG = 1
 _OUT_OF_MEMORY = re.compile(
     r"OutOfMemoryError|out of memory|memory allocation of \d+ bytes failed|^MemoryError"
 )
 STDERR_KEPT = 400
 DEEPEST = 20_000  # levels of a shim's JSON line read at most (threads have 8 MiB of stack)
 _DEEP = threading.Lock()  # lines of a shim's stderr kept: a JVM's stack of a deep recursion is long
-
-
-def _die_with_parent() -> None:  # pragma: no cover - runs in the child
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
 class ShimError(AmqpfuzzError):
@@ -114,7 +108,7 @@ class ShimProcess:
                 stderr=subprocess.PIPE,
                 env=self.env,
                 start_new_session=True,
-                preexec_fn=_die_with_parent,  # the child has no threads before it execs
+                preexec_fn=die_with_parent,  # the child has no threads before it execs
             )
         except OSError as exc:
             raise ShimError(f"cannot start the client {self.command[0]}: {exc.strerror}") from None

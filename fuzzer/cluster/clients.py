@@ -14,12 +14,15 @@ import os
 import socket
 import tempfile
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from ..clients.campaign import ClientSettings, Outcome, run_clients
 from ..clients.targets import ClientTarget, client_targets
+from ..engine.events import Judged
+from ..engine.verdicts import Verdict
 from .task import Row, records_rows, reproducer_rows
 
 __all__ = ["ClientShard", "outcome_of", "plan_clients", "run_client_shard"]
@@ -66,14 +69,22 @@ def plan_clients(
     return found
 
 
-def run_client_shard(shard: ClientShard, out: str) -> list[Row]:
+def run_client_shard(
+    shard: ClientShard, out: str, tick: Callable[[bool, str | None], None] | None = None
+) -> list[Row]:
     """Run ``shard``'s campaign; its records (reproducers under ``out``/reproducers),
-    reproducers and summary as rows."""
+    reproducers and summary as rows. ``tick`` gets each case as it is judged (failed, its
+    signature): the task's progress."""
     client = shard.target()
     with tempfile.TemporaryDirectory(prefix="amqpfuzz-shard-") as scratch:
         settings = replace(shard.settings, out=Path(scratch))
         worker = f"{socket.gethostname()}-{os.getpid()}-s{shard.index}"
-        (outcome,) = run_clients([client], settings, run_id=shard.run_id, worker=worker)
+
+        def on_case(_: ClientTarget, judged: Judged, verdict: Verdict) -> None:
+            if tick is not None:
+                tick(verdict.verdict == "fail", judged.signature)
+
+        (outcome,) = run_clients([client], settings, on_case, run_id=shard.run_id, worker=worker)
         rows = [
             row
             for path in sorted(Path(scratch).glob("records-*.jsonl"))

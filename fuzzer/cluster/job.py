@@ -1,14 +1,19 @@
 """The driver's side of a Spark campaign: the job, its progress, and its output.
 
-The shards go out one per task (``parallelize`` with a partition each); each task's rows are
-written by Spark's text writer under ``OUT/spark-<run>/`` partitioned by ``output``:
-``output=records`` (JSON lines the nightly report reads like any record file),
-``output=coverage`` (the broker's code covered, read like any ``coverage-*.jsonl`` file),
-``reproducers``, ``summaries`` and ``errors``. Spark commits a task's files only when the
-attempt succeeds, so a task killed mid-shard and retried leaves each record once. Afterwards
-the driver puts each reproducer in ``OUT/reproducers/`` (where the records say it is) and the
-run's totals beside them, when the output path is on its file system.
+The job is a DataFrame's: a row per shard (``spark.range`` with a partition each), and each
+task runs its shard inside ``mapInArrow``, handing back its output as Arrow batches of
+``(output, name, line)`` rows (the shards' plans travel with the task's function). Spark's text
+writer commits them under ``OUT/spark-<run>/`` partitioned by ``output``: ``output=records``
+(JSON lines the nightly report reads like any record file), ``output=coverage`` (the broker's
+code covered, read like any ``coverage-*.jsonl`` file), ``reproducers``, ``summaries`` and
+``errors``. The same job runs over a classic session (``local[N]``, a cluster's master,
+``spark-submit``) and over Spark Connect (``sc://``): it uses neither the RDD API nor
+accumulators. Spark commits a task's files only when the attempt succeeds, so a task killed
+mid-shard and retried leaves each record once. Afterwards the driver puts each reproducer in
+``OUT/reproducers/`` (where the records say it is) and the run's totals beside them, when the
+output path is on its file system.
 
+The live progress comes from the files the shards keep in the output (:mod:`.progress`).
 A shard that cannot go on (its broker does not start, its URL does not answer) hands back one
 line in an ``errors`` row instead of failing the job: the other shards finish.
 """
@@ -16,20 +21,23 @@ line in an ``errors`` row instead of failing the job: the other shards finish.
 from __future__ import annotations
 
 import json
+import shutil
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
-from pyspark import AccumulatorParam
+import pyarrow as pa
+from pyspark import TaskContext
 from pyspark.sql import SparkSession
 from pyspark.sql.types import StringType, StructField, StructType
 
 from amqpfuzz.spec import AmqpfuzzError
 
 from .clients import ClientShard, run_client_shard
+from .progress import ShardTicker, SparkProgress, read_progress
 from .shards import Shard
 from .task import Row, run_shard
 
@@ -37,47 +45,24 @@ __all__ = ["SUBMITTED", "SparkProgress", "SparkRun", "run_on_spark"]
 
 SUBMITTED = "submitted"  # --spark's value under spark-submit: the session it made
 
-SCHEMA = StructType(
-    [StructField("output", StringType()), StructField("name", StringType()),
-     StructField("line", StringType())]
-)  # fmt: skip
-
-
-@dataclass
-class SparkProgress:
-    """What the driver knows while the job runs: shards done of all, cases, failures, and
-    the distinct failure signatures of the shards done."""
-
-    shards: int
-    done: int = 0
-    cases: int = 0
-    failures: int = 0
-    signatures: int = 0
+COLUMNS = ("output", "name", "line")
+SCHEMA = StructType([StructField(c, StringType()) for c in COLUMNS])
+BATCH = 2000  # rows per Arrow batch a task hands back
 
 
 @dataclass
 class SparkRun:
     """What a Spark campaign came to: per shard its summary, the shards' errors, where the
-    output is."""
+    output is (``here``: whether it is on the driver's file system too)."""
 
     output: str
     summaries: list[dict[str, Any]] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
-
-
-class _Union(AccumulatorParam):  # type: ignore[type-arg]
-    """An accumulator of a set: the signatures found."""
-
-    def zero(self, value: set[str]) -> set[str]:
-        return set()
-
-    def addInPlace(self, value1: set[str], value2: set[str]) -> set[str]:
-        value1 |= value2
-        return value1
+    here: bool = True
 
 
 def _local(out: str) -> Path | None:
-    """The output path on this machine's file system, or None (HDFS, object storage)."""
+    """The output path as a path of a file system (None: HDFS, object storage)."""
     parsed = urlparse(out)
     if parsed.scheme in ("", "file"):
         return Path(parsed.path if parsed.scheme else out).resolve()
@@ -96,76 +81,107 @@ def run_on_spark(
         raise AmqpfuzzError("a Spark campaign needs at least one shard")
     local = _local(out)
     where = str(local) if local is not None else out.rstrip("/")
-    run_id = shards[0].run_id
-    sc = spark.sparkContext
-    cases, failures, done = sc.accumulator(0), sc.accumulator(0), sc.accumulator(0)
-    signatures = sc.accumulator(set(), _Union())
+    target = f"{where}/spark-{shards[0].run_id}"
+    ticks = f"{target}/_progress" if local is not None else None  # hidden from readers
+    plans = list(shards)
 
-    def shard_rows(_: int, items: Any) -> Any:
-        for shard in items:
-            rows = _rows(shard, where)
-            for output, _name, line in rows:
-                if output == "summaries":
-                    for target in json.loads(line)["targets"]:
-                        cases.add(target["cases"])
-                        failures.add(target["failures"])
-                        signatures.add(set(target["signatures"]))
-            done.add(1)
-            yield from rows
+    def shard_batches(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            for index in batch.column(0).to_pylist():
+                yield from _batches(_rows(plans[index], where, ticks))
 
-    rdd = sc.parallelize(shards, len(shards)).mapPartitionsWithIndex(shard_rows)
-    frame = spark.createDataFrame(rdd, SCHEMA)
-    target = f"{where}/spark-{run_id}"
+    frame = spark.range(len(plans), numPartitions=len(plans)).mapInArrow(shard_batches, SCHEMA)
     stop = threading.Event()
     watcher = None
-    if progress is not None:
-
-        def watch() -> None:
-            seen = None
-            while not stop.wait(poll):
-                now = SparkProgress(
-                    len(shards), done.value, cases.value, failures.value, len(signatures.value)
-                )
-                if now != seen:
-                    progress(now)
-                    seen = now
-
-        watcher = threading.Thread(target=watch, daemon=True, name="amqpfuzz-spark-progress")
+    if progress is not None and ticks is not None:
+        watcher = threading.Thread(
+            target=_watch, args=(Path(ticks), len(plans), progress, stop, poll), daemon=True,
+            name="amqpfuzz-spark-progress",
+        )  # fmt: skip
         watcher.start()
     try:
-        frame.select("output", "line").write.partitionBy("output").mode("errorifexists").text(
-            target
-        )
+        frame.select("output", "line").write.partitionBy("output").mode("error").text(target)
     finally:
         stop.set()
         if watcher is not None:
             watcher.join()
+        if ticks is not None:
+            shutil.rmtree(ticks, ignore_errors=True)  # if on this machine (a server's may not be)
+    result = _collect(spark, target, local)
     if progress is not None:
-        progress(SparkProgress(len(shards), done.value, cases.value, failures.value,
-                               len(signatures.value)))  # fmt: skip
-    return _collect(spark, target, local)
+        progress(_final(result, len(plans)))
+    return result
 
 
-def _rows(shard: Shard | ClientShard, out: str) -> list[Row]:
-    """A shard's rows; a shard that cannot go on, one ``errors`` row that says why."""
+def _watch(
+    directory: Path,
+    shards: int,
+    progress: Callable[[SparkProgress], None],
+    stop: threading.Event,
+    poll: float,
+) -> None:
+    """Hand ``progress`` the shards' progress each time it changes, until ``stop``."""
+    seen = None
+    while not stop.wait(poll):
+        now = read_progress(directory, shards)
+        if now != seen and (seen is not None or now.cases or now.done):
+            progress(now)
+            seen = now
+
+
+def _final(result: SparkRun, shards: int) -> SparkProgress:
+    """The progress at the end, from what the shards committed."""
+    targets = [t for s in result.summaries for t in s["targets"]]
+    found = {signature for t in targets for signature in t["signatures"]}
+    return SparkProgress(
+        shards, len(result.summaries) + len(result.errors), sum(t["cases"] for t in targets),
+        sum(t["failures"] for t in targets), len(found),
+    )  # fmt: skip
+
+
+def _batches(rows: Iterable[Row]) -> Iterator[pa.RecordBatch]:
+    """``rows`` as Arrow batches of the job's schema."""
+    chunk: list[Row] = []
+    for row in rows:
+        chunk.append(row)
+        if len(chunk) == BATCH:
+            yield _batch(chunk)
+            chunk = []
+    if chunk:
+        yield _batch(chunk)
+
+
+def _batch(rows: list[Row]) -> pa.RecordBatch:
+    columns = [pa.array([row[i] for row in rows], pa.string()) for i in range(len(COLUMNS))]
+    return pa.RecordBatch.from_arrays(columns, names=list(COLUMNS))
+
+
+def _rows(shard: Shard | ClientShard, out: str, ticks: str | None) -> list[Row]:
+    """A shard's rows, its progress kept under ``ticks``; a shard that cannot go on, one
+    ``errors`` row that says why."""
+    context = TaskContext.get()
+    ticker = ShardTicker(ticks, shard.index, context.attemptNumber() if context else 0)
+    ticker.start()
     try:
         if isinstance(shard, ClientShard):
-            return run_client_shard(shard, out)
-        return list(run_shard(shard, out))
+            return run_client_shard(shard, out, ticker.case)
+        return list(run_shard(shard, out, ticker.event))
     except AmqpfuzzError as exc:  # its first line: a broker's error goes on with its log
         why = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
         return [("errors", f"shard-{shard.index}", f"shard {shard.index} ({shard.where}): {why}")]
+    finally:
+        ticker.finish()
 
 
 # what only the nightly report reads: the driver leaves it where it was committed
 _REPORTED = ("records", "coverage")
 
 
-def _written(spark: SparkSession, target: str, local: Path | None) -> list[tuple[str, str]]:
+def _written(spark: SparkSession, target: str, here: bool) -> list[tuple[str, str]]:
     """The committed rows but the records and coverage records, as (output, line): read
     straight from the files when they are on this machine (a Spark job to read a few lines
-    costs seconds)."""
-    if local is None:
+    costs seconds), through Spark otherwise."""
+    if not here:
         written = spark.read.text(target)  # with the partition column `output`
         wanted = written.where(~written.output.isin(*_REPORTED))
         return [(r.output, r.value) for r in wanted.collect()]
@@ -178,14 +194,16 @@ def _written(spark: SparkSession, target: str, local: Path | None) -> list[tuple
 
 
 def _collect(spark: SparkSession, target: str, local: Path | None) -> SparkRun:
-    """The committed output: summaries and errors for the driver; reproducers put in place."""
-    result = SparkRun(target)
-    for output, line in _written(spark, target, local):
+    """The committed output: summaries and errors for the driver; reproducers put in place
+    when the output is on this machine (a Connect server's may be on its own)."""
+    here = local is not None and (Path(target) / "_SUCCESS").is_file()
+    result = SparkRun(target, here=here)
+    for output, line in _written(spark, target, here):
         if output == "summaries":
             result.summaries.append(json.loads(line))
         elif output == "errors":
             result.errors.append(line)
-        elif output == "reproducers" and local is not None:
+        elif output == "reproducers" and local is not None and here:
             data = json.loads(line)
             path = local / "reproducers" / Path(str(data["name"])).name
             path.parent.mkdir(parents=True, exist_ok=True)

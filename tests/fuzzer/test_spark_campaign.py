@@ -1,19 +1,16 @@
-"""Campaigns on Spark (local mode, real throwaway brokers): shards run as tasks, their records,
-the broker's code covered and reproducers written by Spark's committer where the nightly report
-reads them; a task killed
-mid-shard is retried and its records are there once; a shard that cannot reach its broker is
-one line, and the others finish."""
+"""Campaigns on Spark over a classic session (local mode, ``spark-submit``; real throwaway
+brokers): shards run as tasks, their records, the broker's code covered and reproducers
+written by Spark's committer where the nightly report reads them. The same job over Spark
+Connect, and its faults (a task killed mid-shard, a shard that cannot reach its broker), are
+``test_spark_connect.py``'s."""
 
 from __future__ import annotations
 
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
-import threading
-import time
 from collections import Counter
 from collections.abc import Iterator
 from html import escape
@@ -23,8 +20,7 @@ from typing import Any
 import pytest
 
 from amqpfuzz.fuzzer.brokers import free_port
-from amqpfuzz.fuzzer.cluster import plan, run_on_spark
-from amqpfuzz.fuzzer.engine.campaign import CampaignSettings
+from amqpfuzz.fuzzer.cluster import run_on_spark
 from amqpfuzz.fuzzer.records import load_reproducer
 from amqpfuzz.fuzzer.spark import FAST_START, local_session
 
@@ -101,126 +97,18 @@ def test_a_spark_campaign_writes_each_record_once_where_the_report_reads_it(
 
 
 @pytest.fixture(scope="module")
-def spark_retrying(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    """A local session whose tasks are tried twice (``local[2,2]``), shared by the module's
-    tests that run shards in this process."""
+def spark_local(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """A local session for the module's tests that run shards in this process."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     conf = {"spark.driver.memory": "1g", **FAST_JVM}
-    session = local_session("local[2,2]", conf, app_name="t-spark",
+    session = local_session("local[2]", conf, app_name="t-spark",
                             log=tmp_path_factory.mktemp("spark") / "spark.log")  # fmt: skip
     yield session
     session.stop()
 
 
-def _parent(pid: int) -> int:
-    return int((Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()[1])
-
-
-def _ours(pid: int) -> bool:
-    """Whether this process started ``pid`` (through Spark's JVM and its Python daemon): other
-    Spark jobs on the machine (another test's, a benchmark's) are not touched."""
-    for _ in range(8):
-        pid = _parent(pid)
-        if pid == os.getpid():
-            return True
-        if pid <= 1:
-            return False
-    return False
-
-
-def _shard_workers() -> set[int]:
-    """This session's PySpark worker processes running a shard: those with a child that is not
-    Python (the shard's throwaway broker; the PySpark daemon's children are Python workers)."""
-    found = set()
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            if "python" in (entry / "comm").read_text():
-                continue
-            parent = _parent(int(entry.name))
-            command = (Path("/proc") / str(parent) / "cmdline").read_bytes()
-            # a Python worker, forked from the daemon, of this session
-            if b"pyspark.daemon" in command and _ours(parent):
-                found.add(parent)
-        except (OSError, ValueError, IndexError):
-            continue  # it ended while we looked
-    return found
-
-
-def test_a_task_killed_mid_shard_is_retried_and_its_records_are_there_once(
-    spark_retrying: Any, tmp_path: Path
-) -> None:
-    # (over AMQP 1.0: a shard's family is its settings'; the 0-9-1 shards are the first test's)
-    settings = CampaignSettings(
-        duration=6.0, seed=3, valid_share=1.0, traffic_share=0.0, state_share=0.0, shrink=False,
-        protocol="1.0",
-    )  # fmt: skip
-    shards = plan("killed000001", settings, brokers=("rabbitmq", "rabbitmq"), coverage=False)
-    killed: list[int] = []
-
-    def kill_one() -> None:
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline and not killed:
-            workers = _shard_workers()
-            if workers:
-                time.sleep(6.0)  # mid-shard: its broker starting or up, its campaign running
-                worker = sorted(workers)[0]
-                os.kill(worker, signal.SIGKILL)
-                killed.append(worker)
-            time.sleep(0.2)
-
-    killer = threading.Thread(target=kill_one, daemon=True)
-    killer.start()
-    result = run_on_spark(spark_retrying, shards, str(tmp_path / "out"))
-    killer.join(5)
-    assert killed, "no task's process was killed"
-    assert result.errors == []
-    records = records_of(tmp_path / "out")
-    assert len({r["record_id"] for r in records}) == len(records)
-    workers = {(shard_of(r), r["worker"]) for r in records}
-    assert sorted(s for s, _ in workers) == ["s0", "s1"]  # one attempt's records per shard
-    assert {r["target"]["protocol"] for r in records} == {"1.0"}
-    assert all(f"-{killed[0]}-" not in w for _, w in workers)  # none of the killed attempt's
-    cases = Counter(shard_of(r) for r in records)
-    for summary in result.summaries:
-        (target,) = summary["targets"]
-        assert cases[f"s{summary['shard']}"] == target["cases"]  # every case judged, once
-
-
-def test_a_shard_that_cannot_reach_its_broker_is_one_line_and_the_others_finish(
-    spark_retrying: Any, tmp_path: Path
-) -> None:
-    # (over AMQP 0-10, the other shard on a throwaway Broker-J, unmeasured)
-    settings = CampaignSettings(
-        duration=2.0,
-        seed=5,
-        valid_share=1.0,
-        traffic_share=0.0,
-        state_share=0.0,
-        shrink=False,
-        confirm=0,
-        protocol="0-10",
-    )
-    nobody = f"amqp://guest:guest@127.0.0.1:{free_port()}/"
-    shards = plan(
-        "unreached001", settings, urls=(nobody,), brokers=("qpid-broker-j",), coverage=False
-    )
-    result = run_on_spark(spark_retrying, shards, str(tmp_path / "out"))
-    (error,) = result.errors
-    assert error.startswith("shard 0 (amqp://guest@127.0.0.1:") and "\n" not in error
-    assert "guest:guest" not in error
-    (summary,) = result.summaries
-    assert summary["shard"] == 1 and summary["targets"][0]["cases"] > 0
-    records = records_of(tmp_path / "out")
-    assert {shard_of(r) for r in records} == {"s1"}
-    assert {(r["target"]["product"], r["target"]["protocol"]) for r in records} == {
-        ("Apache Qpid Broker-J Core", "0-10")
-    }
-
-
 def test_client_campaigns_on_spark_a_shard_per_client_and_seed_read_by_the_report(
-    spark_retrying: Any, tmp_path: Path
+    spark_local: Any, tmp_path: Path
 ) -> None:
     """A client library per shard (amqpfuzz playing the broker to its shim on the executor):
     each shard's records once, its reproducers put in place, its outcome in its summary; the
@@ -238,7 +126,7 @@ def test_client_campaigns_on_spark_a_shard_per_client_and_seed_read_by_the_repor
     assert [(s.client, s.settings.seed) for s in shards] == list(
         zip(clients, (40, 41, 42), strict=True)
     )
-    result = run_on_spark(spark_retrying, shards, str(out))
+    result = run_on_spark(spark_local, shards, str(out))
     assert not result.errors
     records = records_of(out)
     assert len({r["record_id"] for r in records}) == len(records)
@@ -252,7 +140,7 @@ def test_client_campaigns_on_spark_a_shard_per_client_and_seed_read_by_the_repor
         assert found["version"] == (asked or version(found["client"]))
         for name in found["reproducers"].values():
             assert load_reproducer(out / "reproducers" / name)["kind"] == "client"
-    summary = report(spark_retrying, [str(out)], str(tmp_path / "report"))
+    summary = report(spark_local, [str(out)], str(tmp_path / "report"))
     assert summary.records == len(records)
     page = (tmp_path / "report" / "report.html").read_text()
     targets = page[page.index('id="targets"') : page.index('id="new"')]
@@ -285,8 +173,8 @@ def test_the_same_campaign_under_spark_submit(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("args", "says"),
     [
-        (["--spark", "sc://localhost:15002", "--broker", "rabbitmq"],
-         "Spark Connect cannot run amqpfuzz's campaign tasks"),
+        (["--spark", f"sc://127.0.0.1:{free_port()}", "--broker", "rabbitmq"],
+         "cannot reach Spark Connect at sc://127.0.0.1:"),
         (["--shards", "2", "--broker", "rabbitmq"], "--shards splits a Spark campaign"),
         (["--broker", "rabbitmq", "--broker", "garagemq"], "one --broker at a time"),
         (["--spark", "local[2]", "--kind", "stateful"], "--spark runs fuzz campaigns"),
