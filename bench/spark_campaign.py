@@ -1,17 +1,20 @@
-"""The Spark path's overhead: a local[2] Spark campaign beside a plain run, on one machine.
+"""The Spark path's overhead: Spark campaigns beside a plain run, on one machine.
 
 What is measured, in one run on the same two cores, one after the other:
 
 * *plain*: ``amqpfuzz run --broker rabbitmq --workers 2`` (one throwaway RabbitMQ, two worker
   processes);
 * *spark*: ``amqpfuzz run --spark local[2] --broker rabbitmq --broker rabbitmq`` (two shards,
-  each on a throwaway RabbitMQ its task starts).
+  each on a throwaway RabbitMQ its task starts), over a classic session;
+* *connect*: the same over Spark Connect, ``--spark sc://…``, on a ``local[2]`` Connect server
+  started before the run (as a cluster's is up before anyone submits to it; its start is not
+  counted).
 
-Both with the same ``--duration``, ``--no-shrink``, ``--profile none`` and ``--no-coverage`` (the
+All with the same ``--duration``, ``--no-shrink``, ``--profile none`` and ``--no-coverage`` (the
 brokers' coverage compile is the same work on either path, and is not what is measured here). The figure for each is
 cases judged (the records written) per second of wall-clock time, start to end, as a user waits
 for it: broker start, Spark's start and its writing of the records included. Their ratio is the
-Spark path's overhead (target: at least 0.8). Beside it, for each, the cases per second while
+Spark path's overhead (target: at least 0.8 of the plain run, for either session). Beside it, for each, the cases per second while
 fuzzing (records between the first's and the last's time stamps), which leaves the starts out:
 what is left of the difference is two brokers sharing the cores where the plain run has one.
 ``--quick`` is a smoke test of a few seconds.
@@ -32,6 +35,9 @@ from pathlib import Path
 from typing import Any
 
 from roundtrip import options
+
+from amqpfuzz.fuzzer.brokers import free_port
+from amqpfuzz.fuzzer.spark import FAST_START, connect_server
 
 AMQPFUZZ = shutil.which("amqpfuzz", path=str(Path(sys.executable).parent)) or "amqpfuzz"
 TARGET = 0.8
@@ -83,6 +89,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     emit("cases_per_s", spark, impl="spark", shards=2, duration_s=float(duration))
     emit("fuzzing_cases_per_s", spark_fuzzing, impl="spark", shards=2)
     emit("spark_vs_plain", spark / plain, target=TARGET)
+    conf = {"spark.driver.memory": "1g", "spark.driver.extraJavaOptions": FAST_START}
+    with tempfile.TemporaryDirectory(prefix="amqpfuzz-bench-") as logs:
+        log = Path(logs) / "connect.log"
+        with connect_server(free_port(), conf=conf, log=log) as server:
+            connect, connect_fuzzing = cases_per_s(
+                ["--spark", server.url, "--broker", "rabbitmq", "--broker", "rabbitmq",
+                 "--duration", duration], args.seed,
+            )  # fmt: skip
+    emit("cases_per_s", connect, impl="connect", shards=2, duration_s=float(duration))
+    emit("fuzzing_cases_per_s", connect_fuzzing, impl="connect", shards=2)
+    emit("connect_vs_plain", connect / plain, target=TARGET)
     return 0
 
 

@@ -11,6 +11,7 @@ server of this machine is started from pyspark's own jars (:func:`connect_server
 from __future__ import annotations
 
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -37,6 +38,7 @@ __all__ = [
     "ConnectServer",
     "SessionError",
     "connect_server",
+    "failure_line",
     "local_session",
     "remote_session",
 ]
@@ -68,6 +70,25 @@ LOCAL_CONF: Mapping[str, str] = {
 
 class SessionError(AmqpfuzzError):
     """Spark could not be started or reached."""
+
+
+_SQLSTATE = re.compile(r"\s*SQLSTATE: \w+\.?$")
+_TRACEBACK = "Traceback (most recent call last):"
+
+
+def failure_line(exc: BaseException) -> str:
+    """A failed Spark job in one line: the exception a Python task raised, if one did (its
+    traceback's last line, not Spark's wrapping of it), else the message's first line."""
+    lines = [line.rstrip() for line in str(exc).splitlines()]
+    starts = [i for i, line in enumerate(lines) if line.endswith(_TRACEBACK)]
+    if starts:
+        said = next((x for x in lines[starts[-1] + 1 :] if x and not x[0].isspace()), "")
+    else:
+        said = next((x.strip() for x in lines if x.strip()), "")
+    said = _SQLSTATE.sub("", said) or type(exc).__name__
+    if "No module named 'amqpfuzz" in said:
+        said += " (the executors' Python needs amqpfuzz installed: PYSPARK_PYTHON)"
+    return said
 
 
 @contextmanager
@@ -153,10 +174,11 @@ def connect_server(
     conf: Mapping[str, str] | None = None,
     log: Path = SPARK_LOG,
     timeout: float = 120.0,
+    python: str = sys.executable,
 ) -> Iterator[ConnectServer]:
     """A Spark Connect server on this machine (its ``master`` ``local[N]`` or a cluster's),
-    started from pyspark's own jars, its Python workers running this interpreter (so that
-    amqpfuzz's tasks import amqpfuzz), from when it listens. It ends with the
+    started from pyspark's own jars, its Python workers running ``python`` (by default this
+    interpreter, so that amqpfuzz's tasks import amqpfuzz), from when it listens. It ends with the
     block, and with this process, SIGKILL included; its console output goes to ``log``."""
     with socket.socket() as probe:  # someone else's server there would look like ours
         try:
@@ -174,7 +196,7 @@ def connect_server(
         command += ["--conf", f"{key}={value}"]
     # SPARK_CONNECT_MODE=0: the server's own pyspark is a classic one (as Spark's script says)
     env = {k: v for k, v in os.environ.items() if k not in _CONNECT_CLIENT}
-    env |= {"SPARK_HOME": str(home), "PYSPARK_PYTHON": sys.executable, "SPARK_CONNECT_MODE": "0"}
+    env |= {"SPARK_HOME": str(home), "PYSPARK_PYTHON": python, "SPARK_CONNECT_MODE": "0"}
     with log.open("ab") as sink:
         server = subprocess.Popen(
             command, stdin=subprocess.DEVNULL, stdout=sink, stderr=sink, env=env,

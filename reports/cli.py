@@ -15,7 +15,7 @@ import click
 from pyspark.errors import PySparkException
 from pyspark.sql import SparkSession
 
-from amqpfuzz.fuzzer.spark import DEFAULT_MASTER, local_session, remote_session
+from amqpfuzz.fuzzer.spark import DEFAULT_MASTER, failure_line, local_session, remote_session
 from amqpfuzz.spec import AmqpfuzzError
 
 from .job import Summary, is_local, local_path, run
@@ -69,8 +69,7 @@ def execute(
     except AmqpfuzzError as exc:
         raise ReportFailed(str(exc)) from None
     except PySparkException as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise SparkFailed(f"Spark failed: {first}") from None
+        raise SparkFailed(f"Spark failed: {failure_line(exc)}") from None
     nights = ", ".join(str(n) for n in summary.nights)
     click.echo(f"processed {summary.records:,} records of {nights}")
     click.echo(_describe(summary))

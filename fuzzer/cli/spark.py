@@ -16,6 +16,8 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from py4j.protocol import Py4JError
+from pyspark.errors import PySparkException
 from rich.console import Console
 from rich.live import Live
 from rich.text import Text
@@ -27,7 +29,7 @@ from ..cluster.job import SUBMITTED, SparkProgress
 from ..engine.campaign import CampaignSettings
 from ..engine.events import RunFinished, TargetSummary
 from ..recording import write_totals
-from ..spark import FAST_START, SessionError, local_session, remote_session
+from ..spark import FAST_START, SessionError, failure_line, local_session, remote_session
 from .console import BadInput
 from .serve import summary as client_summary
 from .summary import summarize
@@ -137,6 +139,8 @@ def _job(
     shown = _Shown(console)
     try:
         return run_on_spark(spark, work, out, progress=shown)
+    except (PySparkException, Py4JError) as exc:  # the job, not a shard (a shard's is a row)
+        raise BadInput(f"the Spark job failed: {failure_line(exc)}") from None
     except BaseException:
         if master.startswith("sc://"):  # the server's job goes on unless it is told to stop
             spark.interruptAll()

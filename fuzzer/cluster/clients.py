@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from ..clients.campaign import ClientSettings, Outcome, run_clients
+from ..clients.judge import Judged
 from ..clients.targets import ClientTarget, client_targets
-from ..engine.events import Judged
 from ..engine.verdicts import Verdict
 from .task import Row, records_rows, reproducer_rows
 

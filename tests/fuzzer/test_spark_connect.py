@@ -15,6 +15,7 @@ import os
 import signal
 import socket
 import subprocess
+import sys
 import threading
 import time
 from collections import Counter
@@ -272,3 +273,22 @@ def test_a_port_taken_is_one_error_before_any_server_starts(tmp_path: Path) -> N
         with refused, connect_server(port, log=tmp_path / "server.log"):
             pass
     assert not (tmp_path / "server.log").exists()
+
+
+def test_executors_without_amqpfuzz_are_one_line(tmp_path: Path) -> None:
+    """A Connect server whose Python workers cannot import amqpfuzz (a bare environment of the
+    same Python): the job fails, and the run says why in one line, exit status 2."""
+    bare = tmp_path / "bare"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(bare)], check=True)
+    log = tmp_path / "server.log"
+    conf = {"spark.driver.memory": "1g", "spark.driver.extraJavaOptions": FAST_START}
+    python = str(bare / "bin" / "python")
+    with connect_server(free_port(), conf=conf, log=log, python=python) as server:
+        done = amqpfuzz("run", "--spark", server.url, "--broker", "rabbitmq", "--duration", "2",
+                        "--no-coverage", "--out", str(tmp_path / "out"))  # fmt: skip
+    assert done.returncode == 2, done.stdout + done.stderr
+    (line,) = done.stderr.strip().splitlines()
+    assert line == (
+        "amqpfuzz: error: the Spark job failed: ModuleNotFoundError: No module named 'amqpfuzz' "
+        "(the executors' Python needs amqpfuzz installed: PYSPARK_PYTHON)"
+    )
