@@ -13,7 +13,8 @@ mid-shard and retried leaves each record once. Afterwards the driver puts each r
 ``OUT/reproducers/`` (where the records say it is) and the run's totals beside them, when the
 output path is on its file system.
 
-The live progress comes from the files the shards keep in the output (:mod:`.progress`).
+The live progress comes from the files the shards keep in the output (:mod:`.progress`), and
+the shards done at least from Spark's own count of the tasks completed.
 A shard that cannot go on (its broker does not start, its URL does not answer) hands back one
 line in an ``errors`` row instead of failing the job: the other shards finish.
 """
@@ -26,7 +27,7 @@ import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 from urllib.parse import urlparse
 
 import pyarrow as pa
@@ -93,9 +94,10 @@ def run_on_spark(
     frame = spark.range(len(plans), numPartitions=len(plans)).mapInArrow(shard_batches, SCHEMA)
     stop = threading.Event()
     watcher = None
-    if progress is not None and ticks is not None:
+    tasks = _Tasks(spark)
+    if progress is not None:
         watcher = threading.Thread(
-            target=_watch, args=(Path(ticks), len(plans), progress, stop, poll), daemon=True,
+            target=_watch, args=(ticks, tasks, len(plans), progress, stop, poll), daemon=True,
             name="amqpfuzz-spark-progress",
         )  # fmt: skip
         watcher.start()
@@ -103,6 +105,7 @@ def run_on_spark(
         frame.select("output", "line").write.partitionBy("output").mode("error").text(target)
     finally:
         stop.set()
+        tasks.close()
         if watcher is not None:
             watcher.join()
         if ticks is not None:
@@ -114,19 +117,53 @@ def run_on_spark(
 
 
 def _watch(
-    directory: Path,
+    ticks: str | None,
+    tasks: _Tasks,
     shards: int,
     progress: Callable[[SparkProgress], None],
     stop: threading.Event,
     poll: float,
 ) -> None:
-    """Hand ``progress`` the shards' progress each time it changes, until ``stop``."""
+    """Hand ``progress`` the shards' progress each time it changes, until ``stop``: from their
+    files (``ticks``: where the driver sees them), the shards done at least as Spark counts its
+    tasks (an output the driver cannot see has no files for it)."""
     seen = None
     while not stop.wait(poll):
-        now = read_progress(directory, shards)
+        now = read_progress(Path(ticks), shards) if ticks is not None else SparkProgress(shards)
+        now.done = max(now.done, tasks.done())
         if now != seen and (seen is not None or now.cases or now.done):
             progress(now)
             seen = now
+
+
+class _Tasks:
+    """The job's tasks completed, as Spark reports them: a Connect session's progress
+    messages, a classic session's status tracker."""
+
+    def __init__(self, spark: SparkSession) -> None:
+        self.spark = spark
+        self.connect = type(spark).__module__.startswith("pyspark.sql.connect")
+        self.completed = 0
+        if self.connect:
+            spark.registerProgressHandler(cast(Any, self))  # called as a ProgressHandler is
+
+    def __call__(self, stages: Iterable[Any] | None, *_: Any, **__: Any) -> None:
+        """A Connect progress message (on the thread that waits for the job)."""
+        found = sum(stage.num_completed_tasks for stage in stages or ())
+        self.completed = max(self.completed, found)
+
+    def done(self) -> int:
+        if not self.connect:
+            tracker = self.spark.sparkContext.statusTracker()
+            for stage in tracker.getActiveStageIds():
+                info = tracker.getStageInfo(stage)
+                if info is not None:
+                    self.completed = max(self.completed, info.numCompletedTasks)
+        return self.completed
+
+    def close(self) -> None:
+        if self.connect:
+            self.spark.removeProgressHandler(cast(Any, self))
 
 
 def _final(result: SparkRun, shards: int) -> SparkProgress:

@@ -6,7 +6,8 @@ and the driver reads them all: the newest attempt of each shard counts, so a ret
 counts start again from its retry. It works the same over a classic session and over Spark
 Connect, wherever the driver sees the output path (a local path, or a mount the executors
 share); the driver removes them when the job ends. Elsewhere (HDFS, object storage, a Connect
-server's own disk) the driver knows the totals when the job ends, from the shards' summaries.
+server's own disk) the driver counts the shards done as Spark counts its tasks, and knows the
+cases and failures when the job ends, from the shards' summaries.
 """
 
 from __future__ import annotations

@@ -20,7 +20,8 @@ from typing import Any
 import pytest
 
 from amqpfuzz.fuzzer.brokers import free_port
-from amqpfuzz.fuzzer.cluster import run_on_spark
+from amqpfuzz.fuzzer.cluster import job, run_on_spark
+from amqpfuzz.fuzzer.cluster.progress import SparkProgress
 from amqpfuzz.fuzzer.records import load_reproducer
 from amqpfuzz.fuzzer.spark import FAST_START, local_session
 
@@ -108,7 +109,7 @@ def spark_local(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
 
 
 def test_client_campaigns_on_spark_a_shard_per_client_and_seed_read_by_the_report(
-    spark_local: Any, tmp_path: Path
+    spark_local: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A client library per shard (amqpfuzz playing the broker to its shim on the executor):
     each shard's records once, its reproducers put in place, its outcome in its summary; the
@@ -126,7 +127,13 @@ def test_client_campaigns_on_spark_a_shard_per_client_and_seed_read_by_the_repor
     assert [(s.client, s.settings.seed) for s in shards] == list(
         zip(clients, (40, 41, 42), strict=True)
     )
-    result = run_on_spark(spark_local, shards, str(out))
+    # the shards done as Spark's status tracker counts the tasks (the progress files apart):
+    # what the driver shows of an output it cannot see (HDFS); 3 tasks on 2 cores
+    monkeypatch.setattr(job, "read_progress", lambda _, shards: SparkProgress(shards))
+    shown: list[SparkProgress] = []
+    result = run_on_spark(spark_local, shards, str(out), progress=shown.append, poll=0.2)
+    assert [p.done for p in shown[:-1]] and {p.done for p in shown[:-1]} <= {1, 2}, shown
+    assert shown[-1].done == 3
     assert not result.errors
     records = records_of(out)
     assert len({r["record_id"] for r in records}) == len(records)

@@ -27,7 +27,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from amqpfuzz.fuzzer.brokers import free_port
-from amqpfuzz.fuzzer.cluster import plan, run_on_spark
+from amqpfuzz.fuzzer.cluster import job, plan, run_on_spark
+from amqpfuzz.fuzzer.cluster.progress import SparkProgress
 from amqpfuzz.fuzzer.engine.campaign import CampaignSettings
 from amqpfuzz.fuzzer.records import load_reproducer
 from amqpfuzz.fuzzer.spark import FAST_START, SessionError, connect_server, remote_session
@@ -222,7 +223,7 @@ def test_a_task_killed_mid_shard_is_retried_and_its_records_are_there_once(
 
 
 def test_a_shard_that_cannot_reach_its_broker_is_one_line_and_the_others_finish(
-    session: Any, tmp_path: Path
+    session: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # (over AMQP 0-10, the other shard on a throwaway Broker-J, unmeasured; the command line
     # refuses a URL it cannot reach before any shard starts, so the job is run here)
@@ -234,7 +235,13 @@ def test_a_shard_that_cannot_reach_its_broker_is_one_line_and_the_others_finish(
     shards = plan(
         "unreached001", settings, urls=(nobody,), brokers=("qpid-broker-j",), coverage=False
     )
-    result = run_on_spark(session, shards, str(tmp_path / "out"))
+    # the shards done as the Connect server's progress messages count the tasks (the progress
+    # files apart): what the driver shows of an output it cannot see
+    monkeypatch.setattr(job, "read_progress", lambda _, shards: SparkProgress(shards))
+    shown: list[SparkProgress] = []
+    result = run_on_spark(session, shards, str(tmp_path / "out"), progress=shown.append)
+    assert 1 in [p.done for p in shown[:-1]], shown  # the unreachable one, while the other runs
+    assert (shown[-1].done, shown[-1].cases) == (2, result.summaries[0]["targets"][0]["cases"])
     (error,) = result.errors
     assert error.startswith("shard 0 (amqp://guest@127.0.0.1:") and "\n" not in error
     assert "guest:guest" not in error
