@@ -76,7 +76,7 @@ def cases_per_s(args: list[str], seed: int) -> tuple[float, float]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = options(__doc__, argv)
-    duration = "5" if args.quick else "60"
+    duration = "2" if args.quick else "60"
     plain, plain_fuzzing = cases_per_s(
         ["--broker", "rabbitmq", "--workers", "2", "--duration", duration], args.seed
     )
