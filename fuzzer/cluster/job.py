@@ -129,8 +129,11 @@ def _watch(
     tasks (an output the driver cannot see has no files for it)."""
     seen = None
     while not stop.wait(poll):
-        now = read_progress(Path(ticks), shards) if ticks is not None else SparkProgress(shards)
-        now.done = max(now.done, tasks.done())
+        try:
+            now = read_progress(Path(ticks), shards) if ticks else SparkProgress(shards)
+        except (OSError, ValueError):  # a file system whose renames are not atomic (some NFS)
+            continue  # showed a file half written or gone: read again at the next poll
+        now.done = min(shards, max(now.done, tasks.done()))
         if now != seen and (seen is not None or now.cases or now.done):
             progress(now)
             seen = now
@@ -149,8 +152,8 @@ class _Tasks:
 
     def __call__(self, stages: Iterable[Any] | None, *_: Any, **__: Any) -> None:
         """A Connect progress message (on the thread that waits for the job)."""
-        found = sum(stage.num_completed_tasks for stage in stages or ())
-        self.completed = max(self.completed, found)
+        found = max((stage.num_completed_tasks for stage in stages or ()), default=0)
+        self.completed = max(self.completed, found)  # (the job's one stage: a task per shard)
 
     def done(self) -> int:
         if not self.connect:

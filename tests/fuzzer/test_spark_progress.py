@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from amqpfuzz.fuzzer.cluster.progress import ShardTicker, SparkProgress, read_progress
 from amqpfuzz.fuzzer.engine.events import FailureFound, Progress
 from amqpfuzz.fuzzer.spark import failure_line
@@ -87,3 +89,17 @@ def test_a_failed_job_is_the_tasks_own_exception_in_one_line() -> None:
         "[PATH_NOT_FOUND] Path does not exist: /x."
     )  # fmt: skip
     assert failure_line(Failed("")) == "Failed"
+
+
+def test_a_progress_file_that_cannot_be_written_does_not_stop_the_shard(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    blocked = tmp_path / "a-file"
+    blocked.write_text("")
+    ticker = ShardTicker(str(blocked / "_progress"), 2, every=0.0)
+    ticker.start()
+    ticker.case(failed=False, signature=None)
+    ticker.finish()
+    assert ticker.cases == 1 and ticker.directory is None
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith("amqpfuzz: shard 2: no progress file (")
