@@ -10,6 +10,7 @@ server of this machine is started from pyspark's own jars (:func:`connect_server
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import socket
@@ -17,7 +18,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,6 +35,7 @@ from .children import die_with_parent
 __all__ = [
     "FAST_START",
     "LOCAL_CONF",
+    "LOOPBACK",
     "SPARK_LOG",
     "ConnectServer",
     "SessionError",
@@ -41,6 +43,7 @@ __all__ = [
     "failure_line",
     "local_session",
     "remote_session",
+    "spark_conf",
 ]
 
 DEFAULT_MASTER = "local[2]"
@@ -55,11 +58,8 @@ LOCAL_CONF: Mapping[str, str] = {
     "spark.ui.enabled": "false",
     "spark.ui.showConsoleProgress": "false",
     "spark.sql.shuffle.partitions": "4",  # a few tasks per stage for two cores, not 200
-    "spark.default.parallelism": "2",
     "spark.sql.files.maxPartitionBytes": "32m",  # many small tasks keep both cores busy
     "spark.driver.memory": "3g",  # the job caches the parsed lines
-    "spark.driver.host": "127.0.0.1",
-    "spark.driver.bindAddress": "127.0.0.1",
     "spark.sql.session.timeZone": "UTC",
     # One report compiles some 150 classes; with the default cache of 100, a session that runs
     # the job again (tests, a notebook, a service) would compile them all again every time.
@@ -68,8 +68,33 @@ LOCAL_CONF: Mapping[str, str] = {
 }
 
 
+# a local master's only: a cluster's executors must reach the driver at an address of its host
+LOOPBACK: Mapping[str, str] = {
+    "spark.default.parallelism": "2",
+    "spark.driver.host": "127.0.0.1",
+    "spark.driver.bindAddress": "127.0.0.1",
+}
+
+
+def _defaults(master: str) -> dict[str, str]:
+    """The settings a session starts with on ``master``: this machine's two cores and its
+    loopback interface for a ``local[N]`` one."""
+    return {**LOCAL_CONF, **(LOOPBACK if master.startswith("local") else {})}
+
+
 class SessionError(AmqpfuzzError):
     """Spark could not be started or reached."""
+
+
+def spark_conf(items: Iterable[str], option: str = "--conf") -> dict[str, str]:
+    """``KEY=VALUE`` settings as given on a command line; SessionError names one that is not."""
+    conf = {}
+    for item in items:
+        key, equals, value = item.partition("=")
+        if not key or not equals:
+            raise SessionError(f"{option} takes KEY=VALUE, not {item!r}")
+        conf[key] = value
+    return conf
 
 
 _SQLSTATE = re.compile(r"\s*SQLSTATE: \w+\.?$")
@@ -114,7 +139,7 @@ def local_session(
 ) -> SparkSession:
     """A session on this machine (``local[N]``) or a cluster master URL, quiet on the console."""
     builder = SparkSession.builder.master(master).appName(app_name)
-    for key, value in {**LOCAL_CONF, **(conf or {})}.items():
+    for key, value in {**_defaults(master), **(conf or {})}.items():
         builder = builder.config(key, value)
     try:
         with _stderr_to(log):
@@ -181,6 +206,7 @@ def connect_server(
     interpreter, so that amqpfuzz's tasks import amqpfuzz), from when it listens. It ends with the
     block, and with this process, SIGKILL included; its console output goes to ``log``."""
     with socket.socket() as probe:  # someone else's server there would look like ours
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the server binds
         try:
             probe.bind((host, port))
         except OSError as exc:
@@ -188,7 +214,7 @@ def connect_server(
                 f"cannot start Spark Connect on {host}:{port}: {exc.strerror}"
             ) from None
     home = Path(pyspark.__file__).parent
-    settings = {**LOCAL_CONF, **(conf or {}), "spark.connect.grpc.binding.address": host,
+    settings = {**_defaults(master), **(conf or {}), "spark.connect.grpc.binding.address": host,
                 "spark.connect.grpc.binding.port": str(port)}  # fmt: skip
     command = [str(home / "bin" / "spark-submit"), "--class", CONNECT_SERVER, "--name",
                "amqpfuzz Spark Connect server", "--master", master]  # fmt: skip
@@ -197,11 +223,14 @@ def connect_server(
     # SPARK_CONNECT_MODE=0: the server's own pyspark is a classic one (as Spark's script says)
     env = {k: v for k, v in os.environ.items() if k not in _CONNECT_CLIENT}
     env |= {"SPARK_HOME": str(home), "PYSPARK_PYTHON": python, "SPARK_CONNECT_MODE": "0"}
-    with log.open("ab") as sink:
-        server = subprocess.Popen(
-            command, stdin=subprocess.DEVNULL, stdout=sink, stderr=sink, env=env,
-            start_new_session=True, preexec_fn=die_with_parent,
-        )  # fmt: skip
+    try:
+        with log.open("ab") as sink:
+            server = subprocess.Popen(
+                command, stdin=subprocess.DEVNULL, stdout=sink, stderr=sink, env=env,
+                start_new_session=True, preexec_fn=functools.partial(die_with_parent, os.getpid()),
+            )  # fmt: skip
+    except OSError as exc:
+        raise SessionError(f"cannot start Spark Connect: {exc}") from None
     try:
         _listening(server, host, port, timeout, log)
         yield ConnectServer(f"sc://{'127.0.0.1' if host == '0.0.0.0' else host}:{port}", server)

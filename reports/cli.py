@@ -15,7 +15,13 @@ import click
 from pyspark.errors import PySparkException
 from pyspark.sql import SparkSession
 
-from amqpfuzz.fuzzer.spark import DEFAULT_MASTER, failure_line, local_session, remote_session
+from amqpfuzz.fuzzer.spark import (
+    DEFAULT_MASTER,
+    failure_line,
+    local_session,
+    remote_session,
+    spark_conf,
+)
 from amqpfuzz.spec import AmqpfuzzError
 
 from .job import Summary, is_local, local_path, run
@@ -128,13 +134,8 @@ def report_command(
     """
     if master and remote:
         raise click.UsageError("give --master or --remote, not both")
-    conf = {}
-    for item in confs:
-        key, equals, value = item.partition("=")
-        if not key or not equals:
-            raise click.UsageError(f"--conf takes KEY=VALUE, not {item!r}")
-        conf[key] = value
     try:
+        conf = spark_conf(confs)
         _check_local(inputs)
         spark = remote_session(remote) if remote else local_session(master or DEFAULT_MASTER, conf)
     except AmqpfuzzError as exc:

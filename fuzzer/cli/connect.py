@@ -10,7 +10,7 @@ from pathlib import Path
 
 import click
 
-from ..spark import DEFAULT_MASTER, connect_server
+from ..spark import DEFAULT_MASTER, connect_server, spark_conf
 from .console import BadInput
 
 __all__ = ["spark_connect_command"]
@@ -39,12 +39,7 @@ def spark_connect_command(
     port: int, host: str, master: str, confs: tuple[str, ...], log: str | None
 ) -> None:
     """Run a Spark Connect server here until interrupted (Ctrl-C)."""
-    conf = {}
-    for item in confs:
-        key, equals, value = item.partition("=")
-        if not equals or not key:
-            raise BadInput(f"--conf {item!r}: give KEY=VALUE")
-        conf[key] = value
+    conf = spark_conf(confs)
     where = Path(log) if log else Path(tempfile.gettempdir()) / f"amqpfuzz-connect-{port}.log"
     with connect_server(port, host=host, master=master, conf=conf, log=where) as server:
         click.echo(f"Spark Connect at {server.url} ({master}); its log: {where}; Ctrl-C ends it")

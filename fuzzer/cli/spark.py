@@ -141,10 +141,6 @@ def _job(
         return run_on_spark(spark, work, out, progress=shown)
     except (PySparkException, Py4JError) as exc:  # the job, not a shard (a shard's is a row)
         raise BadInput(f"the Spark job failed: {failure_line(exc)}") from None
-    except BaseException:
-        if master.startswith("sc://"):  # the server's job goes on unless it is told to stop
-            spark.interruptAll()
-        raise
     finally:
         shown.close()
         spark.stop()

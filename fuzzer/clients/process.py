@@ -12,6 +12,7 @@ dies with its parent (``PR_SET_PDEATHSIG``), so a killed campaign leaves no shim
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import queue
@@ -108,7 +109,9 @@ class ShimProcess:
                 stderr=subprocess.PIPE,
                 env=self.env,
                 start_new_session=True,
-                preexec_fn=die_with_parent,  # the child has no threads before it execs
+                preexec_fn=functools.partial(
+                    die_with_parent, os.getpid()
+                ),  # the child has no threads before it execs
             )
         except OSError as exc:
             raise ShimError(f"cannot start the client {self.command[0]}: {exc.strerror}") from None

@@ -22,6 +22,7 @@ line in an ``errors`` row instead of failing the job: the other shards finish.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -31,6 +32,7 @@ from typing import Any, cast
 from urllib.parse import urlparse
 
 import pyarrow as pa
+from py4j.protocol import Py4JError
 from pyspark import TaskContext
 from pyspark.sql import SparkSession
 from pyspark.sql.types import StringType, StructField, StructType
@@ -66,7 +68,7 @@ def _local(out: str) -> Path | None:
     """The output path as a path of a file system (None: HDFS, object storage)."""
     parsed = urlparse(out)
     if parsed.scheme in ("", "file"):
-        return Path(parsed.path if parsed.scheme else out).resolve()
+        return Path(os.path.abspath(parsed.path if parsed.scheme else out))
     return None
 
 
@@ -83,7 +85,11 @@ def run_on_spark(
     local = _local(out)
     where = str(local) if local is not None else out.rstrip("/")
     target = f"{where}/spark-{shards[0].run_id}"
-    ticks = f"{target}/_progress" if local is not None else None  # hidden from readers
+    ticks = None
+    made = local is not None and not local.exists()
+    if local is not None:  # made here: a task writes progress only where the driver sees it
+        ticks = f"{where}/_progress-{shards[0].run_id}"  # (`_`: hidden from Spark's readers)
+        Path(ticks).mkdir(parents=True, exist_ok=True)
     plans = list(shards)
 
     def shard_batches(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -94,7 +100,7 @@ def run_on_spark(
     frame = spark.range(len(plans), numPartitions=len(plans)).mapInArrow(shard_batches, SCHEMA)
     stop = threading.Event()
     watcher = None
-    tasks = _Tasks(spark)
+    tasks = _Tasks(spark, f"amqpfuzz-{shards[0].run_id}")
     if progress is not None:
         watcher = threading.Thread(
             target=_watch, args=(ticks, tasks, len(plans), progress, stop, poll), daemon=True,
@@ -103,13 +109,19 @@ def run_on_spark(
         watcher.start()
     try:
         frame.select("output", "line").write.partitionBy("output").mode("error").text(target)
+    except BaseException:
+        if tasks.connect:  # the server's job goes on unless it is told to stop
+            spark.interruptAll()
+        raise
     finally:
         stop.set()
         tasks.close()
         if watcher is not None:
             watcher.join()
         if ticks is not None:
-            shutil.rmtree(ticks, ignore_errors=True)  # if on this machine (a server's may not be)
+            shutil.rmtree(ticks, ignore_errors=True)
+        if made and local is not None and not any(local.iterdir()):
+            local.rmdir()  # made for the progress only: the output is a server's, elsewhere
     result = _collect(spark, target, local)
     if progress is not None:
         progress(_final(result, len(plans)))
@@ -131,9 +143,11 @@ def _watch(
     while not stop.wait(poll):
         try:
             now = read_progress(Path(ticks), shards) if ticks else SparkProgress(shards)
-        except (OSError, ValueError):  # a file system whose renames are not atomic (some NFS)
-            continue  # showed a file half written or gone: read again at the next poll
-        now.done = min(shards, max(now.done, tasks.done()))
+            now.done = min(shards, max(now.done, tasks.done()))
+        except (OSError, ValueError, KeyError):  # a file system whose renames are not atomic
+            continue  # (some NFS) showed a file half written: read again at the next poll
+        except Py4JError:  # the driver's JVM is going: the job's end says the rest
+            return
         if now != seen and (seen is not None or now.cases or now.done):
             progress(now)
             seen = now
@@ -143,12 +157,14 @@ class _Tasks:
     """The job's tasks completed, as Spark reports them: a Connect session's progress
     messages, a classic session's status tracker."""
 
-    def __init__(self, spark: SparkSession) -> None:
-        self.spark = spark
+    def __init__(self, spark: SparkSession, group: str) -> None:
+        self.spark, self.group = spark, group
         self.connect = type(spark).__module__.startswith("pyspark.sql.connect")
         self.completed = 0
         if self.connect:
             spark.registerProgressHandler(cast(Any, self))  # called as a ProgressHandler is
+        else:  # (the thread that runs the job: its jobs are the group's)
+            spark.sparkContext.setJobGroup(group, "amqpfuzz campaign shards")
 
     def __call__(self, stages: Iterable[Any] | None, *_: Any, **__: Any) -> None:
         """A Connect progress message (on the thread that waits for the job)."""
@@ -158,15 +174,19 @@ class _Tasks:
     def done(self) -> int:
         if not self.connect:
             tracker = self.spark.sparkContext.statusTracker()
-            for stage in tracker.getActiveStageIds():
-                info = tracker.getStageInfo(stage)
-                if info is not None:
-                    self.completed = max(self.completed, info.numCompletedTasks)
+            for job in tracker.getJobIdsForGroup(self.group):
+                for stage in getattr(tracker.getJobInfo(job), "stageIds", ()):
+                    info = tracker.getStageInfo(stage)
+                    if info is not None:
+                        self.completed = max(self.completed, info.numCompletedTasks)
         return self.completed
 
     def close(self) -> None:
         if self.connect:
             self.spark.removeProgressHandler(cast(Any, self))
+        else:  # (no group again: a later job of the session's is not this one's)
+            for name in ("spark.jobGroup.id", "spark.job.description"):
+                self.spark.sparkContext.setLocalProperty(name, cast(str, None))
 
 
 def _final(result: SparkRun, shards: int) -> SparkProgress:
@@ -204,13 +224,14 @@ def _rows(shard: Shard | ClientShard, out: str, ticks: str | None) -> list[Row]:
     ticker.start()
     try:
         if isinstance(shard, ClientShard):
-            return run_client_shard(shard, out, ticker.case)
-        return list(run_shard(shard, out, ticker.event))
+            rows = run_client_shard(shard, out, ticker.case)
+        else:
+            rows = list(run_shard(shard, out, ticker.event))
     except AmqpfuzzError as exc:  # its first line: a broker's error goes on with its log
         why = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-        return [("errors", f"shard-{shard.index}", f"shard {shard.index} ({shard.where}): {why}")]
-    finally:
-        ticker.finish()
+        rows = [("errors", f"shard-{shard.index}", f"shard {shard.index} ({shard.where}): {why}")]
+    ticker.finish()  # (an attempt that fails otherwise is not done: its retry will be)
+    return rows
 
 
 # what only the nightly report reads: the driver leaves it where it was committed

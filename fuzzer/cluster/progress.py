@@ -1,11 +1,12 @@
 """A Spark campaign's live progress, without accumulators (Spark Connect has none): each shard's
-task keeps what it has done so far in a file of its own in the output,
-``OUT/spark-<run>/_progress/shard-<i>.attempt-<a>.json`` (hidden from Spark's readers, the
-report's too), replaced whole at most twice a second,
+task keeps what it has done so far in a file of its own beside the output,
+``OUT/_progress-<run>/shard-<i>.attempt-<a>.json`` (hidden from Spark's readers, the report's
+too), replaced whole at most twice a second,
 and the driver reads them all: the newest attempt of each shard counts, so a retried shard's
 counts start again from its retry. It works the same over a classic session and over Spark
 Connect, wherever the driver sees the output path (a local path, or a mount the executors
-share); the driver removes them when the job ends. Elsewhere (HDFS, object storage, a Connect
+share): the driver makes the directory, a task writes only where it finds it, and the driver
+removes it when the job ends. Elsewhere (HDFS, object storage, a Connect
 server's own disk) the driver counts the shards done as Spark counts its tasks, and knows the
 cases and failures when the job ends, from the shards' summaries.
 """
@@ -43,7 +44,8 @@ class SparkProgress:
 @dataclass
 class ShardTicker:
     """A shard's progress file, kept by its task: ``directory`` None keeps none (an output
-    path the task cannot write with Python's own files)."""
+    path the task cannot write with Python's own files), nor does a directory the task does
+    not find (the driver's, not shared with this executor; or already removed)."""
 
     directory: str | None
     shard: int
@@ -83,7 +85,7 @@ class ShardTicker:
             self._write(done=False)
 
     def _write(self, done: bool) -> None:
-        if self.directory is None:
+        if self.directory is None or not Path(self.directory).is_dir():
             return
         self._written = time.monotonic()
         path = Path(self.directory) / f"shard-{self.shard}.attempt-{self.attempt}.json"
@@ -91,7 +93,6 @@ class ShardTicker:
                  "signatures": sorted(self.signatures), "done": done}  # fmt: skip
         scratch = path.with_name(f".{path.name}.{os.getpid()}")
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
             scratch.write_text(json.dumps(state), encoding="utf-8")
             os.replace(scratch, path)  # whole, never half written, for the driver's reads
         except OSError as exc:  # the progress is the driver's view, not the shard's work

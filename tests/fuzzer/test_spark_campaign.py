@@ -19,7 +19,6 @@ from typing import Any
 
 import pytest
 
-from amqpfuzz.fuzzer.brokers import free_port
 from amqpfuzz.fuzzer.cluster import job, run_on_spark
 from amqpfuzz.fuzzer.cluster.progress import SparkProgress
 from amqpfuzz.fuzzer.records import load_reproducer
@@ -132,7 +131,7 @@ def test_client_campaigns_on_spark_a_shard_per_client_and_seed_read_by_the_repor
     monkeypatch.setattr(job, "read_progress", lambda _, shards: SparkProgress(shards))
     shown: list[SparkProgress] = []
     result = run_on_spark(spark_local, shards, str(out), progress=shown.append, poll=0.2)
-    assert [p.done for p in shown[:-1]] and {p.done for p in shown[:-1]} <= {1, 2}, shown
+    assert {1, 2} & {p.done for p in shown[:-1]} and all(p.done <= 3 for p in shown), shown
     assert shown[-1].done == 3
     assert not result.errors
     records = records_of(out)
@@ -180,7 +179,7 @@ def test_the_same_campaign_under_spark_submit(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("args", "says"),
     [
-        (["--spark", f"sc://127.0.0.1:{free_port()}", "--broker", "rabbitmq"],
+        (["--spark", "sc://127.0.0.1:9", "--broker", "rabbitmq"],  # (discard: nobody there)
          "cannot reach Spark Connect at sc://127.0.0.1:"),
         (["--shards", "2", "--broker", "rabbitmq"], "--shards splits a Spark campaign"),
         (["--broker", "rabbitmq", "--broker", "garagemq"], "one --broker at a time"),

@@ -19,6 +19,7 @@ def found(signature: str, flaky: bool = False) -> FailureFound:
 
 def test_the_driver_sums_each_shards_newest_attempt(tmp_path: Path) -> None:
     ticks = str(tmp_path / "_progress")
+    Path(ticks).mkdir()  # (the driver makes it)
     killed = ShardTicker(ticks, 0, attempt=0, every=0.0)
     killed.start()
     killed.event(Progress(cases=500, failures=9, xfails=0))
@@ -46,6 +47,7 @@ def test_the_driver_sums_each_shards_newest_attempt(tmp_path: Path) -> None:
 
 def test_a_shard_writes_at_most_every_interval_but_always_its_end(tmp_path: Path) -> None:
     ticks = tmp_path / "_progress"
+    ticks.mkdir()
     ticker = ShardTicker(str(ticks), 3, every=3600.0)
     ticker.start()
     for cases in range(1, 50):
@@ -58,12 +60,16 @@ def test_a_shard_writes_at_most_every_interval_but_always_its_end(tmp_path: Path
 
 
 def test_no_directory_keeps_no_file(tmp_path: Path) -> None:
-    ticker = ShardTicker(None, 0, every=0.0)  # an output path on HDFS: nothing written here
-    ticker.start()
-    ticker.case(failed=True, signature="a")
-    ticker.finish()
-    assert ticker.cases == 1 and not list(tmp_path.iterdir())
-    assert read_progress(tmp_path / "nothing", 4) == SparkProgress(4)
+    # an output path on HDFS (None), or a directory of the driver's this executor does not
+    # share (or the driver removed at the job's end): the shard counts all the same
+    for directory in (None, str(tmp_path / "_progress-elsewhere")):
+        ticker = ShardTicker(directory, 0, every=0.0)
+        ticker.start()
+        ticker.case(failed=True, signature="a")
+        ticker.finish()
+        assert (ticker.cases, ticker.failures) == (1, 1)
+    assert not list(tmp_path.iterdir())
+    assert read_progress(tmp_path / "_progress-elsewhere", 4) == SparkProgress(4)
 
 
 class Failed(Exception):
@@ -94,9 +100,8 @@ def test_a_failed_job_is_the_tasks_own_exception_in_one_line() -> None:
 def test_a_progress_file_that_cannot_be_written_does_not_stop_the_shard(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    blocked = tmp_path / "a-file"
-    blocked.write_text("")
-    ticker = ShardTicker(str(blocked / "_progress"), 2, every=0.0)
+    (tmp_path / "shard-2.attempt-0.json").mkdir()  # where its file goes, a directory
+    ticker = ShardTicker(str(tmp_path), 2, every=0.0)
     ticker.start()
     ticker.case(failed=False, signature=None)
     ticker.finish()
