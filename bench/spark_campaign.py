@@ -37,7 +37,7 @@ from typing import Any
 from roundtrip import options
 
 from amqpfuzz.fuzzer.brokers import free_port
-from amqpfuzz.fuzzer.spark import FAST_START, connect_server
+from amqpfuzz.fuzzer.spark import CAMPAIGN_CONF, connect_server
 
 AMQPFUZZ = shutil.which("amqpfuzz", path=str(Path(sys.executable).parent)) or "amqpfuzz"
 TARGET = 0.8
@@ -89,10 +89,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     emit("cases_per_s", spark, impl="spark", shards=2, duration_s=float(duration))
     emit("fuzzing_cases_per_s", spark_fuzzing, impl="spark", shards=2)
     emit("spark_vs_plain", spark / plain, target=TARGET)
-    conf = {"spark.driver.memory": "1g", "spark.driver.extraJavaOptions": FAST_START}
     with tempfile.TemporaryDirectory(prefix="amqpfuzz-bench-") as logs:
         log = Path(logs) / "connect.log"
-        with connect_server(free_port(), conf=conf, log=log) as server:
+        with connect_server(free_port(), conf=CAMPAIGN_CONF, log=log) as server:
             connect, connect_fuzzing = cases_per_s(
                 ["--spark", server.url, "--broker", "rabbitmq", "--broker", "rabbitmq",
                  "--duration", duration], args.seed,

@@ -33,6 +33,7 @@ from amqpfuzz.spec import AmqpfuzzError
 from .children import die_with_parent
 
 __all__ = [
+    "CAMPAIGN_CONF",
     "FAST_START",
     "LOCAL_CONF",
     "LOOPBACK",
@@ -53,6 +54,14 @@ SPARK_LOG = Path(tempfile.gettempdir()) / "amqpfuzz-spark.log"
 # thread): for a driver with little to compute, a campaign's or a small report's; a nightly
 # report over millions of records keeps the JVM's defaults.
 FAST_START = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+
+# A campaign's driver plans shards and reads summaries (the records never pass through it), and
+# a local master's tasks only write rows: a small JVM that starts fast leaves the cores to the
+# brokers and the engine (a Connect server of a campaign's, too).
+CAMPAIGN_CONF: Mapping[str, str] = {
+    "spark.driver.memory": "1g",
+    "spark.driver.extraJavaOptions": FAST_START,
+}
 
 LOCAL_CONF: Mapping[str, str] = {
     "spark.ui.enabled": "false",

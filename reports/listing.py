@@ -12,7 +12,6 @@ or object storage. The listing comes back to the driver, which decides what to r
 from __future__ import annotations
 
 import datetime as dt
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -20,6 +19,7 @@ from pyspark.errors import AnalysisException
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
+from amqpfuzz.fuzzer.spark import failure_line
 from amqpfuzz.spec import AmqpfuzzError
 
 __all__ = ["INPUT_GLOB", "SETTLE", "InputFile", "ReportInputError", "list_inputs"]
@@ -70,12 +70,6 @@ def _state(name: str, modified_us: int, settled_before_us: int) -> str:
     return "complete"
 
 
-def _first_line(exc: Exception) -> str:
-    text = str(exc).strip()
-    line = text.splitlines()[0] if text else type(exc).__name__
-    return re.sub(r"\s*SQLSTATE: \w+\.?$", "", line)
-
-
 def list_inputs(
     spark: SparkSession, inputs: Sequence[str], now: dt.datetime, settle: dt.timedelta = SETTLE
 ) -> list[InputFile]:
@@ -90,7 +84,7 @@ def list_inputs(
             .collect()
         )
     except AnalysisException as exc:
-        raise ReportInputError(_first_line(exc)) from None
+        raise ReportInputError(failure_line(exc)) from None
     settled_before = int((now - settle).timestamp() * 1_000_000)
     files = [
         InputFile(r.path, r.length, r.modified, _state(r.path, r.modified, settled_before))

@@ -29,21 +29,12 @@ from ..cluster.job import SUBMITTED, SparkProgress
 from ..engine.campaign import CampaignSettings
 from ..engine.events import RunFinished, TargetSummary
 from ..recording import write_totals
-from ..spark import FAST_START, SessionError, failure_line, local_session, remote_session
+from ..spark import CAMPAIGN_CONF, SessionError, failure_line, local_session, remote_session
 from .console import BadInput
 from .serve import summary as client_summary
 from .summary import summarize
 
 __all__ = ["run_spark", "run_spark_clients"]
-
-
-# The driver plans shards and reads summaries (the records never pass through it), and a local
-# master's tasks only write rows: a small JVM that starts fast (no optimising compiler, one
-# garbage collector thread) leaves the cores to the brokers and the engine.
-CAMPAIGN_CONF = {
-    "spark.driver.memory": "1g",
-    "spark.driver.extraJavaOptions": FAST_START,
-}
 
 
 def run_spark(

@@ -22,13 +22,10 @@ import pytest
 from amqpfuzz.fuzzer.cluster import job, run_on_spark
 from amqpfuzz.fuzzer.cluster.progress import SparkProgress
 from amqpfuzz.fuzzer.records import load_reproducer
-from amqpfuzz.fuzzer.spark import FAST_START, local_session
+from amqpfuzz.fuzzer.spark import CAMPAIGN_CONF, FAST_START, local_session
 
 pytestmark = pytest.mark.slow
 AMQPFUZZ = shutil.which("amqpfuzz", path=str(Path(sys.executable).parent)) or "amqpfuzz"
-# a report's JVM in a test reads a few hundred records: it starts faster without the optimising
-# compiler (a nightly report over millions keeps it)
-FAST_JVM = {"spark.driver.extraJavaOptions": FAST_START}
 
 
 def records_of(out: Path, output: str = "records") -> list[dict[str, Any]]:
@@ -100,8 +97,7 @@ def test_a_spark_campaign_writes_each_record_once_where_the_report_reads_it(
 def spark_local(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     """A local session for the module's tests that run shards in this process."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    conf = {"spark.driver.memory": "1g", **FAST_JVM}
-    session = local_session("local[2]", conf, app_name="t-spark",
+    session = local_session("local[2]", CAMPAIGN_CONF, app_name="t-spark",
                             log=tmp_path_factory.mktemp("spark") / "spark.log")  # fmt: skip
     yield session
     session.stop()

@@ -31,7 +31,7 @@ from amqpfuzz.fuzzer.cluster import job, plan, run_on_spark
 from amqpfuzz.fuzzer.cluster.progress import SparkProgress
 from amqpfuzz.fuzzer.engine.campaign import CampaignSettings
 from amqpfuzz.fuzzer.records import load_reproducer
-from amqpfuzz.fuzzer.spark import FAST_START, SessionError, connect_server, remote_session
+from amqpfuzz.fuzzer.spark import CAMPAIGN_CONF, SessionError, connect_server, remote_session
 from tests.fuzzer.test_spark_campaign import AMQPFUZZ, records_of, shard_of
 
 pytestmark = pytest.mark.slow
@@ -41,8 +41,7 @@ pytestmark = pytest.mark.slow
 def connect(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """A Spark Connect server on a free port for the module's tests; its URL."""
     log = tmp_path_factory.mktemp("connect") / "server.log"
-    conf = {"spark.driver.memory": "1g", "spark.driver.extraJavaOptions": FAST_START}
-    with connect_server(free_port(), master="local[2,2]", conf=conf, log=log) as server:
+    with connect_server(free_port(), master="local[2,2]", conf=CAMPAIGN_CONF, log=log) as server:
         yield server.url
 
 
@@ -289,9 +288,8 @@ def test_executors_without_amqpfuzz_are_one_line(tmp_path: Path) -> None:
     bare = tmp_path / "bare"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(bare)], check=True)
     log = tmp_path / "server.log"
-    conf = {"spark.driver.memory": "1g", "spark.driver.extraJavaOptions": FAST_START}
     python = str(bare / "bin" / "python")
-    with connect_server(free_port(), conf=conf, log=log, python=python) as server:
+    with connect_server(free_port(), conf=CAMPAIGN_CONF, log=log, python=python) as server:
         done = amqpfuzz("run", "--spark", server.url, "--broker", "rabbitmq", "--duration", "2",
                         "--no-coverage", "--out", str(tmp_path / "out"))  # fmt: skip
     assert done.returncode == 2, done.stdout + done.stderr
